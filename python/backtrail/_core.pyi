@@ -1,0 +1,176 @@
+"""Type stub for ``backtrail._core``, the Rust search core (see rust_core/).
+
+One index directory holds Tantivy segments (BM25), immutable usearch vector
+segments and a manifest carried in Tantivy's commit payload. Many processes may
+open the same directory; writes are buffered in the ``Index`` object and applied
+under a cross-process lock by ``commit``. Every long call releases the GIL.
+"""
+
+from collections.abc import Sequence
+from typing import Literal, TypedDict
+
+__version__: str
+
+#: Embedding dimension of all-MiniLM-L6-v2.
+DIM: int
+#: Largest document id the core accepts (ids are stable u64 values below 2**63).
+MAX_ID: int
+#: Document kinds the core knows.
+KINDS: tuple[str, ...]
+
+class CoreError(Exception):
+    """Root of every error raised by the core."""
+
+class InvalidArgument(CoreError):
+    """A document, filter or option the core cannot accept (wrong kind, bad id, ...)."""
+
+class LockTimeout(CoreError):
+    """The cross-process write lock was not acquired within the timeout."""
+
+class IndexCorrupt(CoreError):
+    """The index directory cannot be read (damaged or foreign files)."""
+
+class ModelError(CoreError):
+    """The embedding model, tokenizer or onnxruntime library is missing or unusable."""
+
+class CoreIOError(CoreError):
+    """An operating-system error while reading or writing the index."""
+
+Kind = Literal["page", "passage", "highlight", "note", "bookmark", "fact"]
+Mode = Literal["bm25", "vector", "hybrid"]
+
+class Document(TypedDict, total=False):
+    id: int  # required; stable, 0 < id <= MAX_ID
+    kind: Kind  # required
+    url: str
+    domain: str  # host name; filters match it and its parent domains
+    title: str
+    body: str
+    parent: int  # the page a passage belongs to (grouping key); defaults to id
+    first_seen: int  # unix seconds
+    last_seen: int  # unix seconds
+    visits: int
+    # 384 floats. Omitted: keep the stored vector when title and body are
+    # unchanged, else the document has no vector until one is upserted.
+    vector: Sequence[float]
+
+class Explanation(TypedDict):
+    bm25_rank: int | None  # 1-based rank in the BM25 candidate list
+    bm25_score: float | None
+    vector_rank: int | None
+    vector_similarity: float | None  # cosine similarity
+    fusion: float  # fused relevance before time decay and visit boost
+    decay: float  # multiplier from the age of last_seen
+    visit_boost: float  # multiplier from the visit count
+    score: float  # final score = fusion * decay * visit_boost
+
+class Passage(TypedDict):
+    id: int
+    snippet: str
+    score: float
+
+class Hit(TypedDict):
+    id: int
+    kind: str
+    url: str
+    domain: str
+    title: str
+    parent: int
+    first_seen: int
+    last_seen: int
+    visits: int
+    score: float
+    snippet: str  # matched terms wrapped in the markers given to search()
+    explanation: Explanation
+    passages: list[Passage]  # best passages of the same parent, best first
+
+class SearchOptions(TypedDict, total=False):
+    bm25_candidates: int  # default 200
+    vector_candidates: int  # default 200
+    fusion: Literal["convex", "rrf"]  # default "convex"
+    bm25_weight: float  # convex weight of normalised BM25 (vector gets 1 - w)
+    rrf_k: float  # default 60
+    title_boost: float  # BM25 weight of the title field relative to body
+    decay_half_life_days: float  # 0 disables time decay
+    decay_floor: float  # decay never goes below this multiplier
+    visit_weight: float  # boost = 1 + visit_weight * ln(1 + visits)
+    group: bool  # one hit per parent (page-level aggregation), default True
+    passages_per_hit: int  # default 3
+    expansion: int  # HNSW expansion at search time
+    snippet_chars: int  # default 200
+    markers: tuple[str, str]  # default ("**", "**")
+
+class Embedder:
+    """all-MiniLM-L6-v2 (ONNX) through onnxruntime, tokenised by `tokenizers`."""
+
+    dim: int
+    max_tokens: int
+    def __init__(
+        self,
+        ort_library: str,
+        model_path: str,
+        tokenizer_path: str,
+        *,
+        sha256: str | None = None,
+        threads: int = 0,
+        sessions: int = 1,
+        max_tokens: int = 256,
+        batch_size: int = 16,
+    ) -> None: ...
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Unit-length vectors, one per text, in input order."""
+    def token_counts(self, texts: Sequence[str]) -> list[int]: ...
+
+class Index:
+    """One index directory, shared by many processes."""
+
+    path: str
+    def __init__(
+        self,
+        path: str,
+        *,
+        embedder: Embedder | None = None,
+        lock_timeout: float = 30.0,
+        quantization: Literal["i8", "f16", "f32"] | None = None,
+        connectivity: int | None = None,
+        expansion_add: int | None = None,
+        expansion_search: int | None = None,
+    ) -> None: ...
+    def upsert(self, docs: Sequence[Document]) -> None:
+        """Stage documents (replacing any with the same id) until commit()."""
+    def delete_ids(self, ids: Sequence[int]) -> None: ...
+    def delete_url(self, url: str) -> None: ...
+    def delete_domain(self, domain: str) -> None:
+        """Stage deletion of the domain and its subdomains."""
+    def delete_range(self, since: int | None, until: int | None) -> None:
+        """Stage deletion of documents whose last_seen is in [since, until)."""
+    def delete_all(self) -> None: ...
+    def pending(self) -> int:
+        """Number of staged operations."""
+    def commit(self, watermark: str | None = None) -> int:
+        """Apply staged operations atomically under the write lock; returns the opstamp."""
+    def rollback(self) -> None:
+        """Drop staged operations."""
+    def watermark(self) -> str | None:
+        """The watermark of the latest commit any process made."""
+    def reload(self) -> None: ...
+    def get(self, id: int) -> Document | None: ...
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        kinds: Sequence[str] | None = None,
+        domains: Sequence[str] | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        now: int | None = None,
+        mode: Mode = "hybrid",
+        query_vector: Sequence[float] | None = None,
+        options: SearchOptions | None = None,
+    ) -> list[Hit]: ...
+    def similar(self, id: int, k: int = 10, *, exclude_parent: bool = True) -> list[Hit]:
+        """Nearest documents to the stored vector of `id`."""
+    def compact(self) -> None:
+        """Merge all segments, dropping deleted documents and dead vectors from disk."""
+    def stats(self) -> dict[str, int | str | None]: ...
