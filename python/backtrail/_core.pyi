@@ -7,7 +7,12 @@ under a cross-process lock by ``commit``. Every long call releases the GIL.
 """
 
 from collections.abc import Sequence
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, final
+
+__all__ = [
+    "CoreError", "CoreIOError", "DIM", "Embedder", "Index", "IndexCorrupt", "InvalidArgument",
+    "KINDS", "LockTimeout", "MAX_ID", "ModelError", "__version__",
+]
 
 __version__: str
 
@@ -16,7 +21,7 @@ DIM: int
 #: Largest document id the core accepts (ids are stable u64 values below 2**63).
 MAX_ID: int
 #: Document kinds the core knows.
-KINDS: tuple[str, ...]
+KINDS: list[str]
 
 class CoreError(Exception):
     """Root of every error raised by the core."""
@@ -100,13 +105,16 @@ class SearchOptions(TypedDict, total=False):
     snippet_chars: int  # default 200
     markers: tuple[str, str]  # default ("**", "**")
 
+@final
 class Embedder:
     """all-MiniLM-L6-v2 (ONNX) through onnxruntime, tokenised by `tokenizers`."""
 
-    dim: int
-    max_tokens: int
-    def __init__(
-        self,
+    @property
+    def dim(self) -> int: ...
+    @property
+    def max_tokens(self) -> int: ...
+    def __new__(
+        cls,
         ort_library: str,
         model_path: str,
         tokenizer_path: str,
@@ -116,17 +124,19 @@ class Embedder:
         sessions: int = 1,
         max_tokens: int = 256,
         batch_size: int = 16,
-    ) -> None: ...
+    ) -> Embedder: ...
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors, one per text, in input order."""
     def token_counts(self, texts: Sequence[str]) -> list[int]: ...
 
+@final
 class Index:
     """One index directory, shared by many processes."""
 
-    path: str
-    def __init__(
-        self,
+    @property
+    def path(self) -> str: ...
+    def __new__(
+        cls,
         path: str,
         *,
         embedder: Embedder | None = None,
@@ -135,10 +145,12 @@ class Index:
         connectivity: int | None = None,
         expansion_add: int | None = None,
         expansion_search: int | None = None,
-    ) -> None: ...
+    ) -> Index: ...
     def upsert(self, docs: Sequence[Document]) -> None:
         """Stage documents (replacing any with the same id) until commit()."""
     def delete_ids(self, ids: Sequence[int]) -> None: ...
+    def delete_parents(self, ids: Sequence[int]) -> None:
+        """Stage deletion of every document whose parent is one of `ids`."""
     def delete_url(self, url: str) -> None: ...
     def delete_domain(self, domain: str) -> None:
         """Stage deletion of the domain and its subdomains."""

@@ -1,0 +1,336 @@
+"""Main text, title and language from a page's HTML.
+
+:func:`extract_main_text` is the one entry point. It prefers trafilatura (tuned for
+recall, tables included, comments excluded) and falls back to a fast whole-page
+HTML-to-text conversion (selectolax when installed, else the standard library's
+``html.parser``) when trafilatura is missing, fails, returns too little, or the HTML is
+larger than a threshold (trafilatura is slow on huge documents). Scripts, styles and
+other non-content elements never reach the text. It never raises on malformed input:
+the worst case is an empty result with ``method == "none"``.
+
+The title comes from ``<title>``, then ``og:title``, then the first ``<h1>``; the
+language from ``<html lang>``, then ``Content-Language`` / ``og:locale`` metadata, then
+trafilatura's metadata, normalised to a lower-case BCP 47 tag such as ``"en-us"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import Any, Literal
+
+from backtrail.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_MAX_HTML_CHARS",
+    "DEFAULT_MIN_TEXT_CHARS",
+    "Extracted",
+    "ExtractMethod",
+    "extract_main_text",
+    "clean_text",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_HTML_CHARS = 2_000_000
+"""HTML longer than this (in characters) skips trafilatura and uses the fast path."""
+
+DEFAULT_MIN_TEXT_CHARS = 100
+"""A trafilatura result shorter than this loses to a longer fast-path text."""
+
+ExtractMethod = Literal["trafilatura", "selectolax", "htmlparser", "none"]
+
+_SKIP_TAGS = frozenset(
+    {"script", "style", "noscript", "template", "svg", "math", "canvas", "iframe", "object",
+     "embed", "button", "select", "option", "input", "textarea"}
+)  # fmt: skip
+_BLOCK_TAGS = frozenset(
+    {"address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl", "dt",
+     "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
+     "hr", "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody",
+     "tfoot", "thead", "tr", "ul", "body", "html"}
+)  # fmt: skip
+_VOID_TAGS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+     "track", "wbr"}
+)  # fmt: skip
+_CELL_TAGS = frozenset({"td", "th"})
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+_SPACES_RE = re.compile(r"[^\S\n]+")
+_BLANK_LINES_RE = re.compile(r"\n{3,}")
+_NEWLINES_RE = re.compile(r"\n{2,}")
+_LANG_RE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{1,8})*$")
+_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What :func:`extract_main_text` found. ``text`` is ``""`` when nothing was found."""
+
+    title: str | None
+    text: str
+    language: str | None
+    method: ExtractMethod
+
+
+@dataclass
+class _Fast:
+    title: str | None
+    og_title: str | None
+    h1: str | None
+    language: str | None
+    text: str
+    method: ExtractMethod
+
+    def best_title(self) -> str | None:
+        return self.title or self.og_title or self.h1
+
+
+def extract_main_text(
+    html: str | bytes,
+    url: str | None = None,
+    *,
+    max_html_chars: int = DEFAULT_MAX_HTML_CHARS,
+    min_text_chars: int = DEFAULT_MIN_TEXT_CHARS,
+) -> Extracted:
+    """Extract the readable main text of ``html`` (``url`` helps trafilatura's rules).
+
+    Raises ``InvalidInput`` only when ``html`` is neither ``str`` nor ``bytes``; any
+    content, however malformed, yields a result.
+    """
+    if not isinstance(html, (str, bytes)):
+        raise InvalidInput("html", f"must be str or bytes, not {type(html).__name__}")
+    try:
+        document = _sanitize(_decode(html) if isinstance(html, bytes) else html)
+        fast = _fast_extract(document)
+        if len(document) <= max_html_chars:
+            main = _trafilatura(document, url if isinstance(url, str) else None)
+            if main is not None:
+                text, language = main
+                if len(text) >= min_text_chars or len(text) >= len(fast.text):
+                    return Extracted(
+                        title=fast.best_title(),
+                        text=text,
+                        language=fast.language or _normalize_language(language),
+                        method="trafilatura",
+                    )
+        else:
+            logger.debug("HTML has %d characters; using the fast extractor", len(document))
+        return Extracted(fast.best_title(), fast.text, fast.language, fast.method)
+    except Exception:  # extraction must never take the caller down
+        logger.warning("text extraction failed; storing no text", exc_info=True)
+        return Extracted(None, "", None, "none")
+
+
+def clean_text(text: str) -> str:
+    """Normalise extracted text: no control characters or lone surrogates, runs of
+    spaces collapsed, lines trimmed, at most one blank line in a row."""
+    text = _sanitize(text).replace("\r\n", "\n").replace("\r", "\n")
+    lines = (_SPACES_RE.sub(" ", line).strip() for line in text.split("\n"))
+    return _BLANK_LINES_RE.sub("\n\n", "\n".join(lines)).strip()
+
+
+def _fast_text(text: str) -> str:
+    """Whole-page text has a line per block; blank lines carry no meaning there."""
+    return _NEWLINES_RE.sub("\n", clean_text(text))
+
+
+def _clean_inline(text: str | None) -> str | None:
+    if text is None:
+        return None
+    cleaned = _SPACES_RE.sub(" ", _sanitize(text).replace("\n", " ")).strip()
+    return cleaned or None
+
+
+def _sanitize(text: str) -> str:
+    text = _SURROGATE_RE.sub("\ufffd", text)
+    return _CONTROL_RE.sub("", text)
+
+
+def _decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    match = _CHARSET_RE.search(data[:4096])
+    if match:
+        try:
+            return data.decode(match.group(1).decode("ascii"), errors="replace")
+        except (LookupError, UnicodeDecodeError):
+            pass
+    return data.decode("utf-8", errors="replace")
+
+
+def _normalize_language(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    tag = value.strip().replace("_", "-").lower()
+    tag = tag.split(",")[0].split(";")[0].strip()
+    return tag if _LANG_RE.match(tag) and len(tag) <= 35 else None
+
+
+# -------------------------------------------------------------------- trafilatura
+
+
+def _trafilatura(document: str, url: str | None) -> tuple[str, str | None] | None:
+    try:
+        import trafilatura
+    except ImportError:
+        logger.debug("trafilatura is not installed; using the fast extractor")
+        return None
+    try:
+        result: Any = trafilatura.bare_extraction(
+            document,
+            url=url,
+            favor_recall=True,
+            include_tables=True,
+            include_comments=False,
+            include_images=False,
+            include_links=False,
+            with_metadata=True,
+        )
+    except Exception:  # trafilatura and lxml raise many types on hostile input
+        logger.debug("trafilatura failed; using the fast extractor", exc_info=True)
+        return None
+    if result is None:
+        return None
+    text = getattr(result, "text", None)
+    if not isinstance(text, str):
+        return None
+    return clean_text(text), getattr(result, "language", None)
+
+
+# ------------------------------------------------------------------- fast fallback
+
+
+def _fast_extract(document: str) -> _Fast:
+    try:
+        from selectolax.lexbor import LexborHTMLParser
+    except ImportError:
+        return _htmlparser_extract(document)
+    try:
+        return _selectolax_extract(LexborHTMLParser(document))
+    except Exception:
+        logger.debug("selectolax failed; using html.parser", exc_info=True)
+        return _htmlparser_extract(document)
+
+
+def _selectolax_extract(tree: Any) -> _Fast:
+    def first_text(selector: str) -> str | None:
+        node = tree.css_first(selector)
+        return _clean_inline(node.text(deep=True)) if node is not None else None
+
+    def meta(selector: str) -> str | None:
+        node = tree.css_first(selector)
+        return node.attributes.get("content") if node is not None else None
+
+    html_node = tree.css_first("html")
+    language = _normalize_language(html_node.attributes.get("lang")) if html_node else None
+    language = (
+        language
+        or _normalize_language(meta('meta[http-equiv="content-language" i]'))
+        or _normalize_language(meta('meta[property="og:locale"]'))
+    )
+    title = first_text("title")
+    og_title = _clean_inline(meta('meta[property="og:title"]'))
+    h1 = first_text("h1")
+    body = tree.body
+    text = ""
+    if body is not None:
+        for node in body.css(",".join(sorted(_SKIP_TAGS))):
+            node.decompose()
+        for node in body.css(",".join(sorted(_BLOCK_TAGS - {"html", "body"}))):
+            node.insert_before("\n")
+            node.insert_after("\n")
+        for node in body.css(",".join(sorted(_CELL_TAGS))):
+            node.insert_after(" ")
+        text = _fast_text(body.text(deep=True, separator="", strip=False))
+    return _Fast(title, og_title, h1, language, text, "selectolax")
+
+
+class _TextCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.skip_depth = 0
+        self.skip_stack: list[str] = []
+        self.capture: str | None = None
+        self.title: str | None = None
+        self.h1: str | None = None
+        self.og_title: str | None = None
+        self.language: str | None = None
+        self.meta_language: str | None = None
+        self._buffer: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        if tag == "html" and self.language is None:
+            self.language = _normalize_language(values.get("lang"))
+        elif tag == "meta":
+            self._meta(values)
+        if tag in ("title", "h1") and self.capture is None:
+            self.capture = tag
+            self._buffer = []
+        if tag in _SKIP_TAGS and tag not in _VOID_TAGS:
+            self.skip_stack.append(tag)
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+        elif tag in _CELL_TAGS:
+            self.parts.append(" ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "meta":
+            self._meta({name: value or "" for name, value in attrs})
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip_stack and tag in self.skip_stack:
+            while self.skip_stack and self.skip_stack.pop() != tag:
+                pass
+        if tag == self.capture:
+            value = _clean_inline("".join(self._buffer))
+            if tag == "title" and self.title is None:
+                self.title = value
+            elif tag == "h1" and self.h1 is None:
+                self.h1 = value
+            self.capture = None
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+        elif tag in _CELL_TAGS:
+            self.parts.append(" ")
+
+    def handle_data(self, data: str) -> None:
+        if self.capture is not None:
+            self._buffer.append(data)
+        if not self.skip_stack and self.capture != "title":
+            self.parts.append(data)
+
+    def _meta(self, values: dict[str, str]) -> None:
+        prop = values.get("property", "").lower()
+        if prop == "og:title" and self.og_title is None:
+            self.og_title = _clean_inline(values.get("content"))
+        elif prop == "og:locale" and self.meta_language is None:
+            self.meta_language = _normalize_language(values.get("content"))
+        elif values.get("http-equiv", "").lower() == "content-language":
+            self.meta_language = _normalize_language(values.get("content"))
+
+
+def _htmlparser_extract(document: str) -> _Fast:
+    collector = _TextCollector()
+    try:
+        collector.feed(document)
+        collector.close()
+    except Exception:  # html.parser is lenient, but keep what was collected so far
+        logger.debug("html.parser stopped early", exc_info=True)
+    return _Fast(
+        title=collector.title,
+        og_title=collector.og_title,
+        h1=collector.h1,
+        language=collector.language or collector.meta_language,
+        text=_fast_text("".join(collector.parts)),
+        method="htmlparser",
+    )

@@ -1,0 +1,320 @@
+"""The ledger's connection, transactions, event log and change feed.
+
+Concurrency model: one SQLite connection per :class:`LedgerCore` (and so per
+``Ledger``). Calls are serialised by an internal lock, so a ledger may be handed between
+threads (e.g. ``asyncio.to_thread``) but runs one call at a time; open one ledger per
+thread for parallel reads. Many processes may open the same file: the database is in WAL
+mode (readers never block the writer), every write transaction starts with
+``BEGIN IMMEDIATE`` (it takes the write lock up front, so it can never fail half-way on
+a lock upgrade) and waits up to ``busy_timeout_ms`` for other writers before raising
+``StoreBusy``. Every mutation writes its audit event and its change-feed rows in the same
+transaction as the data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from backtrail.errors import BacktrailError, InvalidInput, StoreBusy, StoreError
+from backtrail.store import checks
+from backtrail.store.models import Event, Limits
+from backtrail.store.schema import migrate
+from backtrail.urls import domain_matches, url_host
+
+__all__ = ["LedgerCore", "SYNCHRONOUS_MODES"]
+
+logger = logging.getLogger(__name__)
+
+SYNCHRONOUS_MODES = ("off", "normal", "full", "extra")
+
+
+def _host_or_none(url: object) -> str | None:
+    try:
+        return url_host(url)
+    except BacktrailError:
+        return None
+
+
+def _starts_with_casefold(value: object, prefix: object) -> int:
+    if not isinstance(value, str) or not isinstance(prefix, str):
+        return 0
+    return int(value.casefold().startswith(prefix.casefold()))
+
+
+def _domain_match(host: object, domain: object) -> int:
+    if not isinstance(host, str) or not isinstance(domain, str):
+        return 0
+    return int(domain_matches(host, domain))
+
+
+class LedgerCore:
+    """Connection and transaction plumbing shared by the ``Ledger`` mixins."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        client: str = "backtrail",
+        busy_timeout_ms: int = 10_000,
+        limits: Limits | None = None,
+        clock: Callable[[], float] | None = None,
+        log_reads: bool = False,
+        synchronous: str = "full",
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidInput("path", f"must be a path, not {type(path).__name__}")
+        self._limits = limits if limits is not None else Limits()
+        self._client = checks.label(client, "client", self._limits.max_label_chars)
+        self._busy_timeout_ms = checks.integer(busy_timeout_ms, "busy_timeout_ms", minimum=0)
+        self._log_reads = checks.boolean(log_reads, "log_reads")
+        self._synchronous = checks.one_of(synchronous, "synchronous", SYNCHRONOUS_MODES)
+        self._clock = clock if clock is not None else time.time
+        self._lock = threading.RLock()
+        self._txn: str | None = None  # None, "read" or "write"
+        self._depth = 0
+        self.path = Path(path).absolute()
+        self._conn = self._connect()
+        try:
+            with self._errors():
+                migrate(self._conn, self._now())
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        created = not self.path.exists()
+        conn = sqlite3.connect(
+            str(self.path),
+            timeout=self._busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            if created:
+                os.chmod(self.path, 0o600)
+            conn.row_factory = sqlite3.Row
+            with self._errors():
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+                # Before anything writes the header: a new file gets incremental
+                # auto-vacuum (so forget() can shrink it); an old one on its next VACUUM.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError(f"could not switch the ledger to WAL mode (got {mode!r})")
+                conn.execute(f"PRAGMA synchronous = {self._synchronous.upper()}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute("PRAGMA secure_delete = ON")
+                conn.execute("PRAGMA trusted_schema = OFF")
+            conn.create_function("bt_host", 1, _host_or_none, deterministic=True)
+            conn.create_function("bt_domain_match", 2, _domain_match, deterministic=True)
+            conn.create_function("bt_startswith_ci", 2, _starts_with_casefold, deterministic=True)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        """Close the connection. The ledger cannot be used afterwards."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> LedgerCore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def client(self) -> str:
+        """The client name recorded on events and facts written through this ledger."""
+        return self._client
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    @contextmanager
+    def acting_as(self, client: str) -> Iterator[None]:
+        """Record writes inside the block as made by ``client`` (e.g. one MCP client of a
+        server that serves several)."""
+        name = checks.label(client, "client", self._limits.max_label_chars)
+        with self._lock:
+            previous, self._client = self._client, name
+            try:
+                yield
+            finally:
+                self._client = previous
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    # -------------------------------------------------------------- transactions
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Translate SQLite errors into Backtrail's: busy/locked -> ``StoreBusy``."""
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            message = str(error).lower()
+            if "locked" in message or "busy" in message:
+                raise StoreBusy(self._busy_timeout_ms) from error
+            raise StoreError(f"ledger error: {error}") from error
+        except sqlite3.Error as error:
+            raise StoreError(f"ledger error: {error}") from error
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group several mutations into one atomic write transaction. Each call inside
+        still writes its own event; a call that raises is rolled back alone (savepoint),
+        an exception escaping the block rolls everything back."""
+        with self._write():
+            yield
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._errors():
+            if self._txn == "read":
+                raise RuntimeError("cannot write inside a read transaction")
+            if self._txn == "write":
+                name = f"bt_sp{self._depth}"
+                self._depth += 1
+                self._conn.execute(f"SAVEPOINT {name}")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute(f"ROLLBACK TO {name}")
+                    self._conn.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    self._conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._txn = "write"
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._txn = None
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for multi-statement reads."""
+        with self._lock, self._errors():
+            if self._txn is not None:
+                yield self._conn
+                return
+            self._conn.execute("BEGIN")
+            self._txn = "read"
+            try:
+                yield self._conn
+            finally:
+                self._txn = None
+                if self._conn.in_transaction:
+                    self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------- events and changes
+
+    def _event(
+        self,
+        conn: sqlite3.Connection,
+        action: str,
+        target_type: str,
+        target: str | int | None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Append one audit event. Callers pass only ids, counts and outcomes in
+        ``details`` — never captured content."""
+        conn.execute(
+            "INSERT INTO events (at, client, action, target_type, target, details) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                self._now(),
+                self._client,
+                action,
+                target_type,
+                None if target is None else str(target),
+                json.dumps(details or {}, sort_keys=True),
+            ),
+        )
+
+    def _change(
+        self,
+        conn: sqlite3.Connection,
+        entity_type: str,
+        entity_id: int,
+        op: str = "upsert",
+        aspect: str = "content",
+    ) -> None:
+        conn.execute(
+            "INSERT INTO changes (entity_type, entity_id, op, aspect, at) VALUES (?, ?, ?, ?, ?)",
+            (entity_type, entity_id, op, aspect, self._now()),
+        )
+
+    def _log_read(self, action: str, target_type: str, target: str | int | None) -> None:
+        """Record a read as an event when the ledger was opened with ``log_reads``."""
+        if not self._log_reads:
+            return
+        with self._write() as conn:
+            self._event(conn, action, target_type, target)
+
+    def list_events(
+        self,
+        *,
+        target_type: str | None = None,
+        target: str | int | None = None,
+        action: str | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Audit events, oldest first, with ids greater than ``after_id``. Page events
+        use ``target_type="page"`` and the page id as ``target``; fact events
+        ``"fact"`` and the key."""
+        clauses = ["id > ?"]
+        params: list[Any] = [checks.integer(after_id, "after_id", minimum=0)]
+        for column, value in (("target_type", target_type), ("action", action)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(checks.label(value, column, self._limits.max_label_chars))
+        if target is not None:
+            if isinstance(target, bool) or not isinstance(target, (str, int)):
+                raise InvalidInput("target", f"must be a string or id, not {type(target).__name__}")
+            clauses.append("target = ?")
+            params.append(str(target))
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY id LIMIT ?",
+                (*params, checks.limit(limit)),
+            ).fetchall()
+        return [
+            Event(
+                id=row["id"],
+                at=row["at"],
+                client=row["client"],
+                action=row["action"],
+                target_type=row["target_type"],
+                target=row["target"],
+                details=json.loads(row["details"]),
+            )
+            for row in rows
+        ]

@@ -1,0 +1,178 @@
+"""Facts: a small key/value memory that AI clients share, with optimistic concurrency.
+
+Every successful write bumps the key's ``version``. Writers coordinate with
+compare-and-swap: ``expected_version`` (the version they read) or ``expected_value``
+(the value they read), or create-only with ``require_absent``. The check and the write
+happen in one ``BEGIN IMMEDIATE`` transaction, so two processes can never both succeed
+from the same version. A deleted key leaves a value-less tombstone so that its version
+keeps counting when it is created again: a stale ``expected_version`` from before the
+deletion can never match the new fact.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from backtrail.errors import FactNotFound, InvalidInput, KeyExists, VersionConflict
+from backtrail.store import checks
+from backtrail.store.core import LedgerCore
+from backtrail.store.models import Event, Fact
+
+__all__ = ["FactsMixin"]
+
+_COLUMNS = "id, key, value, version, client, created_at, updated_at"
+
+
+def _fact(row: sqlite3.Row) -> Fact:
+    return Fact(**{key: row[key] for key in row.keys() if key != "deleted_at"})
+
+
+class FactsMixin(LedgerCore):
+    def _key(self, key: object, field: str = "key") -> str:
+        return checks.label(key, field, self._limits.max_fact_key_chars)
+
+    def set_fact(
+        self,
+        key: str,
+        value: str,
+        *,
+        expected_value: str | None = None,
+        expected_version: int | None = None,
+        require_absent: bool = False,
+    ) -> Fact:
+        """Set ``key`` to ``value`` and return the stored fact (its new version).
+
+        - ``expected_version``: succeed only if the current version is this one.
+        - ``expected_value``: succeed only if the current value is this one.
+        - ``require_absent``: create only; ``KeyExists`` if the key is present.
+
+        ``expected_value``/``expected_version`` may be combined (both must hold) but
+        neither with ``require_absent``. A failed check raises ``VersionConflict``
+        (carrying the expected and actual version or value; actual ``None`` when the key
+        does not exist) and writes nothing.
+        """
+        name = self._key(key)
+        text = checks.text(value, "value", self._limits.max_fact_value_chars, allow_empty=True)
+        if expected_value is not None:
+            checks.text(
+                expected_value, "expected_value", self._limits.max_fact_value_chars,
+                allow_empty=True,
+            )  # fmt: skip
+        if expected_version is not None:
+            checks.identifier(expected_version, "expected_version")
+        absent = checks.boolean(require_absent, "require_absent")
+        if absent and expected_value is not None:
+            raise InvalidInput(
+                "require_absent", "cannot be combined with expected_value: choose one"
+            )
+        if absent and expected_version is not None:
+            raise InvalidInput(
+                "require_absent", "cannot be combined with expected_version: choose one"
+            )
+        with self._write() as conn:
+            row = conn.execute("SELECT * FROM facts WHERE key = ?", (name,)).fetchone()
+            live = row is not None and row["deleted_at"] is None
+            if absent and live:
+                raise KeyExists(name, row["version"])
+            if expected_version is not None and (not live or row["version"] != expected_version):
+                raise VersionConflict(
+                    name, expected_version, row["version"] if live else None, "version"
+                )
+            if expected_value is not None and (not live or row["value"] != expected_value):
+                raise VersionConflict(name, expected_value, row["value"] if live else None, "value")
+            now = self._now()
+            if row is None:
+                cursor = conn.execute(
+                    "INSERT INTO facts (key, value, version, client, created_at, updated_at) "
+                    "VALUES (?, ?, 1, ?, ?, ?)",
+                    (name, text, self._client, now, now),
+                )
+                fact_id, version = int(cursor.lastrowid or 0), 1
+            else:
+                fact_id, version = int(row["id"]), int(row["version"]) + 1
+                conn.execute(
+                    "UPDATE facts SET value = ?, version = ?, client = ?, updated_at = ?, "
+                    "created_at = CASE WHEN deleted_at IS NULL THEN created_at ELSE ? END, "
+                    "deleted_at = NULL WHERE id = ?",
+                    (text, version, self._client, now, now, fact_id),
+                )
+            self._change(conn, "fact", fact_id)
+            self._event(
+                conn, "fact.set", "fact", name,
+                {"version": version, "created": not live, "chars": len(text)},
+            )  # fmt: skip
+            stored = conn.execute(f"SELECT {_COLUMNS} FROM facts WHERE id = ?", (fact_id,))
+            result = _fact(stored.fetchone())
+        return result
+
+    def get_fact(self, key: str) -> Fact:
+        """The fact stored under ``key``; ``FactNotFound`` if there is none."""
+        name = self._key(key)
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM facts WHERE key = ? AND deleted_at IS NULL", (name,)
+            ).fetchone()
+        if row is None:
+            raise FactNotFound(name)
+        self._log_read("fact.read", "fact", name)
+        return _fact(row)
+
+    def list_facts(
+        self,
+        prefix: str = "",
+        *,
+        case_insensitive: bool = False,
+        limit: int = 1000,
+        offset: int = 0,
+    ) -> list[Fact]:
+        """Facts whose key starts with ``prefix``, ordered by key. With
+        ``case_insensitive`` the prefix is compared case-folded (Unicode-aware)."""
+        if not isinstance(prefix, str):
+            raise InvalidInput("prefix", f"must be a string, not {type(prefix).__name__}")
+        if prefix:
+            self._key(prefix, "prefix")
+        fold = checks.boolean(case_insensitive, "case_insensitive")
+        count = checks.limit(limit)
+        skip = checks.integer(offset, "offset", minimum=0)
+        condition = (
+            "bt_startswith_ci(key, ?)" if fold else "substr(key, 1, length(?)) = ?1"
+        )
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM facts WHERE deleted_at IS NULL AND {condition} "
+                "ORDER BY key LIMIT ? OFFSET ?",
+                (prefix, count, skip),
+            ).fetchall()
+        self._log_read("facts.list", "fact", prefix or None)
+        return [_fact(row) for row in rows]
+
+    def delete_fact(self, key: str, *, expected_version: int | None = None) -> Fact:
+        """Delete ``key`` and return what it held. ``FactNotFound`` if absent;
+        ``VersionConflict`` if ``expected_version`` is given and does not match."""
+        name = self._key(key)
+        if expected_version is not None:
+            checks.identifier(expected_version, "expected_version")
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM facts WHERE key = ? AND deleted_at IS NULL", (name,)
+            ).fetchone()
+            if row is None:
+                if expected_version is not None:
+                    raise VersionConflict(name, expected_version, None, "version")
+                raise FactNotFound(name)
+            if expected_version is not None and row["version"] != expected_version:
+                raise VersionConflict(name, expected_version, row["version"], "version")
+            now = self._now()
+            conn.execute(
+                "UPDATE facts SET value = NULL, version = version + 1, client = ?, "
+                "updated_at = ?, deleted_at = ? WHERE id = ?",
+                (self._client, now, now, row["id"]),
+            )
+            self._change(conn, "fact", int(row["id"]), "delete")
+            self._event(conn, "fact.delete", "fact", name, {"version": row["version"] + 1})
+        return _fact(row)
+
+    def fact_history(self, key: str, *, limit: int = 100) -> list[Event]:
+        """The events about ``key`` (sets, deletes, reads if logged), oldest first."""
+        name = self._key(key)
+        return self.list_events(target_type="fact", target=name, limit=limit)

@@ -1,0 +1,472 @@
+//! The read path: BM25 and vector candidates, fusion and re-ranking, page-level grouping,
+//! snippets.
+
+use std::collections::HashMap;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::Query;
+use tantivy::snippet::SnippetGenerator;
+use tantivy::DocAddress;
+
+use super::cache::SegmentCache;
+use super::{Index, Snapshot};
+use crate::error::{CoreError, Result};
+use crate::rank::{self, Candidate, RankOptions};
+use crate::text::query::{filtered, Filters, ParsedQuery};
+use crate::text::tokenizer;
+use crate::vectors::{self, cosine};
+use crate::DIM;
+
+/// Which signals a search uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Tantivy BM25 only.
+    Bm25,
+    /// Vector similarity only.
+    Vector,
+    /// Both, fused.
+    Hybrid,
+}
+
+impl Mode {
+    /// Parses `bm25`, `vector` or `hybrid`.
+    pub fn parse(s: &str) -> Result<Mode> {
+        match s {
+            "bm25" => Ok(Mode::Bm25),
+            "vector" => Ok(Mode::Vector),
+            "hybrid" => Ok(Mode::Hybrid),
+            other => Err(CoreError::invalid(format!(
+                "unknown mode {other:?} (expected bm25, vector or hybrid)"
+            ))),
+        }
+    }
+}
+
+/// Tuning of one search; every field has a tested default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOptions {
+    /// BM25 candidates considered for fusion.
+    pub bm25_candidates: usize,
+    /// Vector candidates considered for fusion.
+    pub vector_candidates: usize,
+    /// Fusion and re-ranking weights.
+    pub rank: RankOptions,
+    /// BM25 weight of a title match relative to a body match.
+    pub title_boost: f32,
+    /// One hit per parent (page-level aggregation).
+    pub group: bool,
+    /// Passages listed per hit when grouping.
+    pub passages_per_hit: usize,
+    /// HNSW search expansion (0: the index default).
+    pub expansion: usize,
+    /// Snippet length in characters.
+    pub snippet_chars: usize,
+    /// Strings placed around matched terms in snippets.
+    pub markers: (String, String),
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            bm25_candidates: 200,
+            vector_candidates: 200,
+            rank: RankOptions::default(),
+            title_boost: 0.5,
+            group: true,
+            passages_per_hit: 3,
+            expansion: 0,
+            snippet_chars: 200,
+            markers: ("**".into(), "**".into()),
+        }
+    }
+}
+
+/// One search.
+#[derive(Debug, Clone)]
+pub struct SearchRequest<'a> {
+    /// What the person typed.
+    pub query: &'a str,
+    /// Hits wanted.
+    pub k: usize,
+    /// Restrictions.
+    pub filters: Filters,
+    /// "Now" for time decay, unix seconds.
+    pub now: i64,
+    /// Signals used.
+    pub mode: Mode,
+    /// Query embedding (needed for vector and hybrid modes).
+    pub query_vector: Option<&'a [f32]>,
+    /// Parent whose documents are excluded (for "similar to this page").
+    pub exclude_parent: Option<u64>,
+    /// Tuning.
+    pub options: SearchOptions,
+}
+
+impl<'a> SearchRequest<'a> {
+    /// A BM25 search for `query` with default options and no filters.
+    pub fn bm25(query: &'a str, k: usize) -> SearchRequest<'a> {
+        SearchRequest {
+            query,
+            k,
+            filters: Filters::default(),
+            now: now(),
+            mode: Mode::Bm25,
+            query_vector: None,
+            exclude_parent: None,
+            options: SearchOptions::default(),
+        }
+    }
+}
+
+/// The current time in unix seconds.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A passage listed under a hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassageHit {
+    /// Document id.
+    pub id: u64,
+    /// Snippet with matched terms marked.
+    pub snippet: String,
+    /// Final score.
+    pub score: f32,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The best-scoring document of the hit (its body is not returned).
+    pub doc: crate::doc::Document,
+    /// Signals and multipliers of that document.
+    pub explanation: Candidate,
+    /// Snippet of the best document.
+    pub snippet: String,
+    /// The hit's passages, best first (the first is the hit's own document).
+    pub passages: Vec<PassageHit>,
+}
+
+struct Pool {
+    cands: Vec<Candidate>,
+    addrs: Vec<DocAddress>,
+    vstamps: Vec<u64>,
+    by_id: HashMap<u64, usize>,
+}
+
+impl Pool {
+    fn new() -> Pool {
+        Pool {
+            cands: Vec::new(),
+            addrs: Vec::new(),
+            vstamps: Vec::new(),
+            by_id: HashMap::new(),
+        }
+    }
+
+    /// The pool index of the document at `addr`, adding it if new.
+    fn add(&mut self, index: &Index, snap: &Snapshot, addr: DocAddress) -> Result<usize> {
+        let cache = index.segment_cache(&snap.searcher, addr.segment_ord as usize)?;
+        let id = SegmentCache::u64_at(&cache.id, addr.doc_id);
+        if let Some(&i) = self.by_id.get(&id) {
+            return Ok(i);
+        }
+        let parent = SegmentCache::u64_at(&cache.parent, addr.doc_id);
+        let last_seen = cache.last_seen.first(addr.doc_id).unwrap_or(0);
+        let visits = SegmentCache::u64_at(&cache.visits, addr.doc_id);
+        self.cands
+            .push(Candidate::new(id, parent, last_seen, visits));
+        self.addrs.push(addr);
+        self.vstamps
+            .push(SegmentCache::u64_at(&cache.vstamp, addr.doc_id));
+        self.by_id.insert(id, self.cands.len() - 1);
+        Ok(self.cands.len() - 1)
+    }
+}
+
+impl Index {
+    /// Runs a search on the latest commit.
+    pub fn search(&self, req: &SearchRequest<'_>) -> Result<Vec<Hit>> {
+        if req.k == 0 {
+            return Ok(Vec::new());
+        }
+        if req.mode == Mode::Vector && req.query_vector.is_none() {
+            return Err(CoreError::invalid(
+                "vector search needs a query vector (no embedder is loaded)",
+            ));
+        }
+        let opts = &req.options;
+        let snap = self.snapshot()?;
+        let mut analyzer = tokenizer::analyzer();
+        let parsed = ParsedQuery::parse(req.query, &mut analyzer);
+        let text_query = parsed.to_query(&self.fields, opts.title_boost);
+        let filter = req.filters.query(&self.fields);
+        let mut pool = Pool::new();
+
+        if req.mode != Mode::Vector {
+            if let Some(q) = &text_query {
+                let q = filtered(q.box_clone(), filter.as_ref().map(|f| f.box_clone()));
+                let n = opts.bm25_candidates.max(req.k * 3);
+                let top = snap
+                    .searcher
+                    .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
+                for (rank, (score, addr)) in top.into_iter().enumerate() {
+                    let i = pool.add(self, &snap, addr)?;
+                    pool.cands[i].bm25 = Some((rank + 1, score));
+                }
+            }
+        }
+        if req.mode != Mode::Bm25 {
+            if let Some(mut qv) = req.query_vector.map(<[f32]>::to_vec) {
+                crate::doc::normalize_vector(&mut qv)?;
+                let n = opts.vector_candidates.max(req.k * 3);
+                let hits =
+                    self.vector_candidates(&snap, &qv, n, filter.as_deref(), opts.expansion)?;
+                for (rank, (addr, sim)) in hits.into_iter().enumerate() {
+                    let i = pool.add(self, &snap, addr)?;
+                    pool.cands[i].vector_rank = Some(rank + 1);
+                    pool.cands[i].similarity = Some(sim);
+                }
+                // Exact similarity for BM25 candidates the graph search did not return.
+                for i in 0..pool.cands.len() {
+                    if pool.cands[i].similarity.is_none() && pool.vstamps[i] > 0 {
+                        let v = vectors::stamped_vector(
+                            &snap.segments,
+                            pool.cands[i].id,
+                            pool.vstamps[i],
+                            DIM,
+                        )?;
+                        pool.cands[i].similarity = v.map(|v| cosine(&qv, &v));
+                    }
+                }
+            }
+        }
+        if let Some(p) = req.exclude_parent {
+            let keep: Vec<bool> = pool.cands.iter().map(|c| c.parent != p).collect();
+            retain(&mut pool, &keep);
+        }
+        rank::score(&mut pool.cands, &opts.rank, req.now);
+        // rank::score sorted the candidates; realign addresses by id.
+        let addr_of: HashMap<u64, DocAddress> = pool
+            .by_id
+            .iter()
+            .map(|(&id, &i)| (id, pool.addrs[i]))
+            .collect();
+        let groups = rank::group(&pool.cands, req.k, opts.group, opts.passages_per_hit);
+
+        let snippets = match &text_query {
+            Some(q) => {
+                let mut g = SnippetGenerator::create(&snap.searcher, &**q, self.fields.body)?;
+                g.set_max_num_chars(opts.snippet_chars.max(20));
+                Some(g)
+            }
+            None => None,
+        };
+        let mut hits = Vec::with_capacity(groups.len());
+        for members in groups {
+            let mut passages = Vec::with_capacity(members.len());
+            let mut best = None;
+            for &m in &members {
+                let c = &pool.cands[m];
+                let stored = self.stored(&snap, addr_of[&c.id])?;
+                let snippet = make_snippet(snippets.as_ref(), &stored.doc.body, opts);
+                passages.push(PassageHit {
+                    id: c.id,
+                    snippet: snippet.clone(),
+                    score: c.score,
+                });
+                if best.is_none() {
+                    best = Some((stored.doc, snippet));
+                }
+            }
+            let (mut doc, snippet) = best.expect("groups are never empty");
+            doc.body = String::new();
+            hits.push(Hit {
+                doc,
+                explanation: pool.cands[members[0]].clone(),
+                snippet,
+                passages,
+            });
+        }
+        Ok(hits)
+    }
+
+    /// Nearest documents to `query`, each checked against the document's current vector
+    /// stamp so replaced and deleted vectors never surface.
+    fn vector_candidates(
+        &self,
+        snap: &Snapshot,
+        query: &[f32],
+        n: usize,
+        filter: Option<&dyn Query>,
+        expansion: usize,
+    ) -> Result<Vec<(DocAddress, f32)>> {
+        let expansion = if expansion > 0 {
+            expansion
+        } else {
+            self.options.expansion_search
+        };
+        let mut found: Vec<(u64, f32, u64)> = Vec::new();
+        match filter {
+            Some(f) => {
+                let allowed = self.live_vector_stamps(snap, Some(f))?;
+                if allowed.len() <= EXACT_SCAN_LIMIT {
+                    for (&key, &stamp) in &allowed {
+                        if let Some(v) = vectors::stamped_vector(&snap.segments, key, stamp, DIM)? {
+                            found.push((key, cosine(query, &v), stamp));
+                        }
+                    }
+                } else {
+                    for seg in &snap.segments {
+                        let _slot = self.slots.acquire();
+                        let hits = seg.filtered_search(query, n, |key| {
+                            allowed
+                                .get(&key)
+                                .is_some_and(|&st| seg.stamp_of(key) == Some(st))
+                        })?;
+                        found.extend(hits.into_iter().map(|(k, s)| (k, s, allowed[&k])));
+                    }
+                }
+            }
+            None => {
+                let ask = n + n / 2 + 8;
+                for seg in &snap.segments {
+                    let _slot = self.slots.acquire();
+                    for (key, sim) in seg.search(query, ask, expansion)? {
+                        if let Some(stamp) = seg.stamp_of(key) {
+                            found.push((key, sim, stamp));
+                        }
+                    }
+                }
+            }
+        }
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut out = Vec::with_capacity(n.min(found.len()));
+        let mut seen = std::collections::HashSet::new();
+        for (key, sim, stamp) in found {
+            if out.len() == n {
+                break;
+            }
+            if !seen.insert(key) {
+                continue;
+            }
+            let Some(addr) = self.resolve(snap, key)? else {
+                continue;
+            };
+            let cache = self.segment_cache(&snap.searcher, addr.segment_ord as usize)?;
+            if SegmentCache::u64_at(&cache.vstamp, addr.doc_id) == stamp {
+                out.push((addr, sim));
+            } else {
+                seen.remove(&key);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Documents most similar to the stored vector of `id`, excluding its own parent.
+    pub fn similar(
+        &self,
+        id: u64,
+        k: usize,
+        exclude_parent: bool,
+        options: SearchOptions,
+    ) -> Result<Vec<Hit>> {
+        let Some(doc) = self.get(id)? else {
+            return Err(CoreError::invalid(format!("document {id} does not exist")));
+        };
+        let Some(vector) = doc.vector else {
+            return Ok(Vec::new());
+        };
+        self.search(&SearchRequest {
+            query: "",
+            k,
+            filters: Filters::default(),
+            now: 0,
+            mode: Mode::Vector,
+            query_vector: Some(&vector),
+            exclude_parent: exclude_parent.then_some(doc.parent),
+            options,
+        })
+    }
+}
+
+/// Below this many allowed documents, a filtered vector search scores them exactly.
+const EXACT_SCAN_LIMIT: usize = 2_000;
+
+fn retain(pool: &mut Pool, keep: &[bool]) {
+    let mut i = 0;
+    let mut kept = Pool::new();
+    for (((c, a), v), &k) in pool
+        .cands
+        .drain(..)
+        .zip(pool.addrs.drain(..))
+        .zip(pool.vstamps.drain(..))
+        .zip(keep)
+    {
+        if k {
+            kept.by_id.insert(c.id, i);
+            kept.cands.push(c);
+            kept.addrs.push(a);
+            kept.vstamps.push(v);
+            i += 1;
+        }
+    }
+    *pool = kept;
+}
+
+/// A snippet of `body` with matched terms wrapped in the markers, or its opening words
+/// when nothing in it matched (e.g. a vector-only hit).
+fn make_snippet(generator: Option<&SnippetGenerator>, body: &str, opts: &SearchOptions) -> String {
+    if let Some(g) = generator {
+        let snippet = g.snippet(body);
+        let fragment = snippet.fragment();
+        if !snippet.highlighted().is_empty() {
+            let mut out = String::with_capacity(fragment.len() + 16);
+            let mut at = 0;
+            // CJK bigrams overlap; merge overlapping and touching ranges first.
+            let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+            for r in snippet.highlighted() {
+                match ranges.last_mut() {
+                    Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                    _ => ranges.push(r.clone()),
+                }
+            }
+            for r in &ranges {
+                out.push_str(&fragment[at..r.start]);
+                out.push_str(&opts.markers.0);
+                out.push_str(&fragment[r.start..r.end]);
+                out.push_str(&opts.markers.1);
+                at = r.end;
+            }
+            out.push_str(&fragment[at..]);
+            return out.trim().to_string();
+        }
+    }
+    leading_text(body, opts.snippet_chars)
+}
+
+/// The first `chars` characters of `text`, cut at a word boundary.
+fn leading_text(text: &str, chars: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(chars) {
+        None => text.to_string(),
+        Some((cut, _)) => {
+            let head = &text[..cut];
+            let head = head.rfind(char::is_whitespace).map_or(head, |i| &head[..i]);
+            format!("{}…", head.trim_end())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leading_text_cuts_at_a_word_boundary() {
+        assert_eq!(leading_text("hello wonderful world", 12), "hello…");
+        assert_eq!(leading_text("short", 12), "short");
+    }
+}

@@ -1,0 +1,453 @@
+//! The write path. Writes are staged in the `Index` object and applied by `commit`, which
+//! holds the cross-process lock for that one batch: open a fresh Tantivy writer, apply
+//! the operations, publish a vector segment for the new vectors, commit text and manifest
+//! together, merge small vector segments, delete files no commit refers to, release.
+//!
+//! A process killed at any point leaves either the previous commit or the new one: vector
+//! files are published before the Tantivy commit that names them, and files no commit
+//! names are removed by the next writer.
+
+use std::collections::{HashMap, HashSet};
+
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::query::{AllQuery, Query};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{
+    DocId, DocSet, IndexWriter, Score, SegmentOrdinal, SegmentReader, TantivyDocument, Term,
+    TERMINATED,
+};
+
+use super::{open_tantivy, Index, Snapshot};
+use crate::doc::{check_id, Document};
+use crate::error::{CoreError, Result};
+use crate::lock::WriteLock;
+use crate::manifest::Manifest;
+use crate::text::query::time_range;
+use crate::vectors::{self, Entry, Segment};
+use crate::DIM;
+
+/// A staged write.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Insert or replace a document.
+    Upsert(Document),
+    /// Delete documents by id.
+    DeleteIds(Vec<u64>),
+    /// Delete documents whose parent is one of these.
+    DeleteParents(Vec<u64>),
+    /// Delete documents with this exact URL.
+    DeleteUrl(String),
+    /// Delete documents of this domain and its subdomains.
+    DeleteDomain(String),
+    /// Delete documents last seen in `[since, until)`.
+    DeleteRange(Option<i64>, Option<i64>),
+    /// Delete everything.
+    DeleteAll,
+}
+
+/// Merge vector segments once a commit leaves more than this many.
+const MAX_VECTOR_SEGMENTS: usize = 8;
+/// Background merges never rebuild more vectors than this in one commit (`compact` does).
+const MAX_MERGE_VECTORS: u64 = 200_000;
+
+impl Index {
+    /// Stages operations until [`Index::commit`].
+    pub fn stage(&self, ops: impl IntoIterator<Item = Op>) -> Result<()> {
+        let mut checked = Vec::new();
+        for op in ops {
+            checked.push(match op {
+                Op::Upsert(doc) => Op::Upsert(doc.validate()?),
+                Op::DeleteIds(ids) | Op::DeleteParents(ids)
+                    if ids.iter().any(|&i| check_id(i).is_err()) =>
+                {
+                    return Err(CoreError::invalid("ids must be in 1..=2^63-1"))
+                }
+                Op::DeleteDomain(d) if d.trim().trim_matches('.').is_empty() => {
+                    return Err(CoreError::invalid("domain must not be empty"))
+                }
+                Op::DeleteRange(None, None) => return Err(CoreError::invalid(
+                    "a time range needs since, until or both (use delete_all to delete everything)",
+                )),
+                other => other,
+            });
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(checked);
+        Ok(())
+    }
+
+    /// Number of staged operations.
+    pub fn pending(&self) -> usize {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Drops staged operations.
+    pub fn rollback(&self) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Applies every staged operation atomically and publishes `watermark` (or keeps the
+    /// previous one when `None`). Returns the Tantivy opstamp. On error the operations
+    /// stay staged, so the caller may retry.
+    pub fn commit(&self, watermark: Option<String>) -> Result<u64> {
+        let ops = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let result = self.apply(&ops, watermark);
+        if result.is_err() {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let newer = std::mem::take(&mut *pending);
+            *pending = ops;
+            pending.extend(newer);
+        }
+        result
+    }
+
+    fn apply(&self, ops: &[Op], watermark: Option<String>) -> Result<u64> {
+        let _lock = WriteLock::acquire(&self.dir, self.options.lock_timeout)?;
+        let tindex = open_tantivy(&self.dir)?;
+        let reader = tindex
+            .reader_builder()
+            .reload_policy(tantivy::ReloadPolicy::Manual)
+            .try_into()?;
+        let searcher: tantivy::Searcher = reader.searcher();
+        let mut manifest =
+            Manifest::from_payload(tindex.load_metas()?.payload.as_deref(), &self.dir)?;
+        if watermark.is_some() {
+            manifest.watermark = watermark;
+        }
+        let stamp = manifest.take_stamp();
+        let docs = ops.iter().filter(|o| matches!(o, Op::Upsert(_))).count();
+        let (threads, budget) = if docs > 20_000 {
+            (2, 256_000_000)
+        } else {
+            (1, 40_000_000)
+        };
+        let mut writer: IndexWriter<TantivyDocument> =
+            tindex.writer_with_num_threads(threads, budget)?;
+
+        // Vectors to publish, last one per id wins; and what each id carries after this batch.
+        let mut new_vectors: HashMap<u64, &[f32]> = HashMap::new();
+        let mut staged: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut forget_existing = false;
+        let f = &self.fields;
+        for op in ops {
+            match op {
+                Op::Upsert(doc) => {
+                    let thash = doc.text_hash();
+                    let vstamp = match &doc.vector {
+                        Some(v) => {
+                            new_vectors.insert(doc.id, v);
+                            stamp
+                        }
+                        None => {
+                            let previous = match staged.get(&doc.id) {
+                                Some(&p) => Some(p),
+                                None if forget_existing => None,
+                                None => existing(&searcher, f, doc.id)
+                                    .map_err(|e| CoreError::io(&self.dir, e))?,
+                            };
+                            match previous {
+                                Some((vs, h)) if vs > 0 && h == thash => vs,
+                                _ => 0,
+                            }
+                        }
+                    };
+                    if vstamp != stamp {
+                        new_vectors.remove(&doc.id);
+                    }
+                    staged.insert(doc.id, (vstamp, thash));
+                    writer.delete_term(f.id_term(doc.id));
+                    writer.add_document(f.to_tantivy(doc, vstamp))?;
+                }
+                Op::DeleteIds(ids) => ids.iter().for_each(|&id| {
+                    staged.remove(&id);
+                    writer.delete_term(f.id_term(id));
+                }),
+                Op::DeleteParents(ids) => ids.iter().for_each(|&id| {
+                    writer.delete_term(Term::from_field_u64(f.parent, id));
+                }),
+                Op::DeleteUrl(url) => {
+                    writer.delete_term(Term::from_field_text(f.url, url));
+                }
+                Op::DeleteDomain(domain) => {
+                    let host = domain.trim().trim_matches('.').to_lowercase();
+                    writer.delete_term(Term::from_field_text(f.site, &host));
+                }
+                Op::DeleteRange(since, until) => {
+                    if let Some(q) = time_range(f, *since, *until) {
+                        writer.delete_query(q)?;
+                    }
+                }
+                Op::DeleteAll => {
+                    writer.delete_all_documents()?;
+                    staged.clear();
+                    new_vectors.clear();
+                    manifest.segments.clear();
+                    forget_existing = true;
+                }
+            }
+        }
+
+        let mut published = None;
+        if !new_vectors.is_empty() {
+            let mut entries: Vec<Entry> = new_vectors
+                .iter()
+                .map(|(&key, v)| Entry {
+                    key,
+                    stamp,
+                    vector: v,
+                })
+                .collect();
+            entries.sort_unstable_by_key(|e| e.key);
+            let meta = Segment::write(&self.vec_dir, stamp, &entries, &self.config)?;
+            manifest.segments.push(meta);
+            published = Some(stamp);
+        }
+        let opstamp = commit_with(&mut writer, &manifest).inspect_err(|_| {
+            if let Some(id) = published {
+                remove_segment_files(&self.vec_dir, id);
+            }
+        })?;
+        writer.wait_merging_threads()?;
+
+        if manifest.segments.len() > MAX_VECTOR_SEGMENTS {
+            self.merge_vectors(&tindex, &mut manifest, false)?;
+        }
+        self.collect_garbage(&manifest);
+        Ok(opstamp)
+    }
+
+    /// Merges all text segments and rebuilds the vectors into one segment, so deleted
+    /// documents and superseded vectors leave the disk.
+    pub fn compact(&self) -> Result<()> {
+        let _lock = WriteLock::acquire(&self.dir, self.options.lock_timeout)?;
+        let tindex = open_tantivy(&self.dir)?;
+        let mut manifest =
+            Manifest::from_payload(tindex.load_metas()?.payload.as_deref(), &self.dir)?;
+        let mut writer: IndexWriter<TantivyDocument> =
+            tindex.writer_with_num_threads(1, 50_000_000)?;
+        let ids = tindex.searchable_segment_ids()?;
+        if ids.len() > 1
+            || tindex
+                .searchable_segment_metas()?
+                .iter()
+                .any(|m| m.has_deletes())
+        {
+            writer.merge(&ids).wait()?;
+        }
+        writer.garbage_collect_files().wait()?;
+        writer.wait_merging_threads()?;
+        self.merge_vectors(&tindex, &mut manifest, true)?;
+        self.collect_garbage(&manifest);
+        Ok(())
+    }
+
+    /// Rebuilds small vector segments (or, with `all`, every segment) into one holding only
+    /// live vectors, and commits the new manifest.
+    fn merge_vectors(
+        &self,
+        tindex: &tantivy::Index,
+        manifest: &mut Manifest,
+        all: bool,
+    ) -> Result<()> {
+        let mut chosen: Vec<u64> = Vec::new();
+        if all {
+            chosen = manifest.segments.iter().map(|s| s.id).collect();
+        } else {
+            let mut by_size = manifest.segments.clone();
+            by_size.sort_by_key(|s| s.count);
+            let mut total = 0;
+            for s in by_size {
+                if chosen.len() >= 2
+                    && (manifest.segments.len() - chosen.len() < MAX_VECTOR_SEGMENTS / 2
+                        || total + s.count > MAX_MERGE_VECTORS)
+                {
+                    break;
+                }
+                total += s.count;
+                chosen.push(s.id);
+            }
+        }
+        if chosen.is_empty() || (!all && chosen.len() < 2) {
+            return Ok(());
+        }
+        let reader: tantivy::IndexReader = tindex
+            .reader_builder()
+            .reload_policy(tantivy::ReloadPolicy::Manual)
+            .try_into()?;
+        let snap = Snapshot {
+            sig: None,
+            searcher: reader.searcher(),
+            manifest: manifest.clone(),
+            segments: vectors::open_segments(
+                &self.vec_dir,
+                manifest,
+                &[],
+                self.options.expansion_search,
+            )?,
+        };
+        let live = self.live_vector_stamps(&snap, None)?;
+        let mut vecs: Vec<(u64, u64, Vec<f32>)> = Vec::new();
+        for seg in snap.segments.iter().filter(|s| chosen.contains(&s.id)) {
+            for (key, stamp) in seg.entries() {
+                if live.get(&key) == Some(&stamp) {
+                    if let Some(v) = seg.get(key, DIM)? {
+                        vecs.push((key, stamp, v));
+                    }
+                }
+            }
+        }
+        let id = manifest.take_stamp();
+        manifest.segments.retain(|s| !chosen.contains(&s.id));
+        if !vecs.is_empty() {
+            let entries: Vec<Entry> = vecs
+                .iter()
+                .map(|(k, s, v)| Entry {
+                    key: *k,
+                    stamp: *s,
+                    vector: v,
+                })
+                .collect();
+            let meta = Segment::write(&self.vec_dir, id, &entries, &self.config)?;
+            manifest.segments.push(meta);
+        }
+        let mut writer: IndexWriter<TantivyDocument> =
+            tindex.writer_with_num_threads(1, 15_000_000)?;
+        commit_with(&mut writer, manifest)
+            .inspect_err(|_| remove_segment_files(&self.vec_dir, id))?;
+        writer.wait_merging_threads()?;
+        Ok(())
+    }
+
+    /// Removes vector files no longer named by `manifest` (we hold the write lock, so no
+    /// other writer is publishing; readers that still map an old file keep their mapping).
+    fn collect_garbage(&self, manifest: &Manifest) {
+        let keep: HashSet<String> = manifest
+            .segments
+            .iter()
+            .flat_map(|s| {
+                let (a, b) = vectors::segment::paths(&self.vec_dir, s.id);
+                [a, b]
+            })
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        if let Ok(entries) = std::fs::read_dir(&self.vec_dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("seg-") && !keep.contains(&name) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+
+    /// `id -> vstamp` of every live document that has a vector (optionally restricted).
+    pub(crate) fn live_vector_stamps(
+        &self,
+        snap: &Snapshot,
+        filter: Option<&dyn Query>,
+    ) -> Result<HashMap<u64, u64>> {
+        let query: &dyn Query = filter.unwrap_or(&AllQuery);
+        Ok(snap.searcher.search(query, &StampCollector)?)
+    }
+}
+
+fn commit_with(writer: &mut IndexWriter<TantivyDocument>, manifest: &Manifest) -> Result<u64> {
+    let mut prepared = writer.prepare_commit()?;
+    prepared.set_payload(&manifest.to_payload());
+    Ok(prepared.commit()?)
+}
+
+fn remove_segment_files(dir: &std::path::Path, id: u64) {
+    let (a, b) = vectors::segment::paths(dir, id);
+    let _ = std::fs::remove_file(a);
+    let _ = std::fs::remove_file(b);
+}
+
+/// The `(vstamp, thash)` of the live document `id` in `searcher`, if any.
+fn existing(
+    searcher: &tantivy::Searcher,
+    f: &crate::text::Fields,
+    id: u64,
+) -> std::io::Result<Option<(u64, u64)>> {
+    let term = f.id_term(id);
+    for reader in searcher.segment_readers() {
+        let Some(mut postings) = reader
+            .inverted_index(f.id)
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .read_postings(&term, IndexRecordOption::Basic)?
+        else {
+            continue;
+        };
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if !reader.is_deleted(doc) {
+                let ff = reader.fast_fields();
+                let col = |name: &str| {
+                    ff.u64(name)
+                        .map_err(|e| std::io::Error::other(e.to_string()))
+                };
+                let vstamp = col("vstamp")?.first(doc).unwrap_or(0);
+                let thash = col("thash")?.first(doc).unwrap_or(0);
+                return Ok(Some((vstamp, thash)));
+            }
+            doc = postings.advance();
+        }
+    }
+    Ok(None)
+}
+
+/// Collects `id -> vstamp` for matching documents that have a vector.
+pub(crate) struct StampCollector;
+
+pub(crate) struct StampSegmentCollector {
+    id: tantivy::columnar::Column<u64>,
+    vstamp: tantivy::columnar::Column<u64>,
+    out: Vec<(u64, u64)>,
+}
+
+impl Collector for StampCollector {
+    type Fruit = HashMap<u64, u64>;
+    type Child = StampSegmentCollector;
+
+    fn for_segment(
+        &self,
+        _: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<StampSegmentCollector> {
+        Ok(StampSegmentCollector {
+            id: reader.fast_fields().u64("id")?,
+            vstamp: reader.fast_fields().u64("vstamp")?,
+            out: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, parts: Vec<Vec<(u64, u64)>>) -> tantivy::Result<HashMap<u64, u64>> {
+        Ok(parts.into_iter().flatten().collect())
+    }
+}
+
+impl SegmentCollector for StampSegmentCollector {
+    type Fruit = Vec<(u64, u64)>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        let vs = self.vstamp.first(doc).unwrap_or(0);
+        if vs > 0 {
+            if let Some(id) = self.id.first(doc) {
+                self.out.push((id, vs));
+            }
+        }
+    }
+
+    fn harvest(self) -> Vec<(u64, u64)> {
+        self.out
+    }
+}

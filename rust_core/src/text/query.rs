@@ -1,0 +1,194 @@
+//! Turning what a person types into a Tantivy query, without a query language that could
+//! fail on punctuation: words are OR-ed (BM25 ranks documents matching more of them
+//! higher), a "quoted phrase" is required, and filters restrict without scoring.
+
+use std::ops::Bound;
+
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
+    TermSetQuery,
+};
+use tantivy::schema::IndexRecordOption;
+use tantivy::tokenizer::{TextAnalyzer, TokenStream};
+use tantivy::Term;
+
+use super::Fields;
+use crate::doc::Kind;
+
+/// Restrictions on which documents a search may return.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filters {
+    /// Only these kinds (empty: any).
+    pub kinds: Vec<Kind>,
+    /// Only these domains or their subdomains (empty: any).
+    pub domains: Vec<String>,
+    /// Only documents last seen at or after this time (unix seconds).
+    pub since: Option<i64>,
+    /// Only documents last seen before this time (unix seconds).
+    pub until: Option<i64>,
+}
+
+impl Filters {
+    /// True when nothing is restricted.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+            && self.domains.is_empty()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+
+    /// The filters as a query matching every allowed document, or `None` if unrestricted.
+    pub fn query(&self, f: &Fields) -> Option<Box<dyn Query>> {
+        let mut must: Vec<Box<dyn Query>> = Vec::new();
+        if !self.kinds.is_empty() {
+            let terms = self
+                .kinds
+                .iter()
+                .map(|k| Term::from_field_u64(f.kind, k.code()));
+            must.push(Box::new(TermSetQuery::new(terms)));
+        }
+        if !self.domains.is_empty() {
+            let terms = self.domains.iter().map(|d| {
+                Term::from_field_text(f.site, d.trim().trim_matches('.').to_lowercase().as_str())
+            });
+            must.push(Box::new(TermSetQuery::new(terms)));
+        }
+        if let Some(range) = time_range(f, self.since, self.until) {
+            must.push(range);
+        }
+        match must.len() {
+            0 => None,
+            1 => must.pop(),
+            _ => Some(Box::new(BooleanQuery::intersection(must))),
+        }
+    }
+}
+
+/// Documents whose `last_seen` is in `[since, until)`, or `None` when both are open.
+pub fn time_range(f: &Fields, since: Option<i64>, until: Option<i64>) -> Option<Box<dyn Query>> {
+    if since.is_none() && until.is_none() {
+        return None;
+    }
+    let lower = since.map_or(Bound::Unbounded, |s| {
+        Bound::Included(Term::from_field_i64(f.last_seen, s))
+    });
+    let upper = until.map_or(Bound::Unbounded, |u| {
+        Bound::Excluded(Term::from_field_i64(f.last_seen, u))
+    });
+    Some(Box::new(RangeQuery::new(lower, upper)))
+}
+
+/// The analysed terms of a query: loose words and required phrases.
+#[derive(Debug, Default, PartialEq)]
+pub struct ParsedQuery {
+    /// Distinct analysed words, in order of appearance.
+    pub words: Vec<String>,
+    /// Each quoted phrase as its analysed tokens.
+    pub phrases: Vec<Vec<String>>,
+}
+
+impl ParsedQuery {
+    /// Splits `text` on double quotes and analyses each part.
+    pub fn parse(text: &str, analyzer: &mut TextAnalyzer) -> ParsedQuery {
+        let mut parsed = ParsedQuery::default();
+        for (i, part) in text.split('"').enumerate() {
+            let tokens = analyse(part, analyzer);
+            // Odd parts were inside quotes (an unclosed quote runs to the end).
+            if i % 2 == 1 && tokens.len() > 1 {
+                parsed.phrases.push(tokens);
+                continue;
+            }
+            for t in tokens {
+                if !parsed.words.contains(&t) {
+                    parsed.words.push(t);
+                }
+            }
+        }
+        parsed
+    }
+
+    /// True when there is nothing to search for.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty() && self.phrases.is_empty()
+    }
+
+    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title.
+    pub fn to_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for w in &self.words {
+            clauses.push((Occur::Should, term(f.body, w)));
+            if title_boost > 0.0 {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(term(f.title, w), title_boost)),
+                ));
+            }
+        }
+        for p in &self.phrases {
+            let terms = p.iter().map(|t| Term::from_field_text(f.body, t)).collect();
+            clauses.push((Occur::Must, Box::new(PhraseQuery::new(terms))));
+        }
+        if clauses.is_empty() {
+            return None;
+        }
+        Some(Box::new(BooleanQuery::new(clauses)))
+    }
+}
+
+fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, text),
+        IndexRecordOption::WithFreqs,
+    ))
+}
+
+fn analyse(text: &str, analyzer: &mut TextAnalyzer) -> Vec<String> {
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
+    }
+    out
+}
+
+/// Combines a scoring query with a non-scoring filter.
+pub fn filtered(query: Box<dyn Query>, filter: Option<Box<dyn Query>>) -> Box<dyn Query> {
+    match filter {
+        None => query,
+        Some(filter) => Box::new(BooleanQuery::new(vec![
+            (Occur::Must, query),
+            (Occur::Must, Box::new(ConstScoreQuery::new(filter, 0.0))),
+        ])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::tokenizer::analyzer;
+
+    #[test]
+    fn words_are_analysed_and_deduplicated() {
+        let p = ParsedQuery::parse(
+            "Running run RUNS: (weird) [syntax] title:x",
+            &mut analyzer(),
+        );
+        assert_eq!(p.words, ["run", "weird", "syntax", "titl", "x"]);
+        assert!(p.phrases.is_empty());
+    }
+
+    #[test]
+    fn quoted_parts_become_phrases() {
+        let p = ParsedQuery::parse("vacuum \"full table scan\" \"one\"", &mut analyzer());
+        assert_eq!(p.words, ["vacuum", "one"]);
+        assert_eq!(p.phrases, [vec!["full", "tabl", "scan"]]);
+    }
+
+    #[test]
+    fn punctuation_only_queries_are_empty() {
+        let p = ParsedQuery::parse(" ?!* \"\" ", &mut analyzer());
+        assert!(p.is_empty());
+        let (_, f) = Fields::schema();
+        assert!(p.to_query(&f, 1.0).is_none());
+    }
+}

@@ -1,0 +1,474 @@
+//! Behaviour of one index directory through the public API.
+
+use backtrail_core::{
+    CoreError, Document, Filters, Index, Kind, Mode, Op, OpenOptions, SearchOptions, SearchRequest,
+    DIM,
+};
+
+fn open(dir: &std::path::Path) -> Index {
+    Index::open(dir, OpenOptions::default()).unwrap()
+}
+
+fn page(id: u64, title: &str, body: &str) -> Document {
+    let mut d = Document::new(id, Kind::Passage);
+    d.title = title.into();
+    d.body = body.into();
+    d.url = format!("https://example.org/{id}");
+    d.domain = "example.org".into();
+    d.first_seen = 1_700_000_000;
+    d.last_seen = 1_700_000_000;
+    d.visits = 1;
+    d
+}
+
+/// A unit vector pointing mostly along axis `axis`.
+fn axis_vector(axis: usize, wobble: f32) -> Vec<f32> {
+    let mut v = vec![wobble; DIM];
+    v[axis] = 1.0;
+    v
+}
+
+fn ids(hits: &[backtrail_core::Hit]) -> Vec<u64> {
+    hits.iter().map(|h| h.doc.id).collect()
+}
+
+fn search(index: &Index, q: &str) -> Vec<u64> {
+    ids(&index.search(&SearchRequest::bm25(q, 10)).unwrap())
+}
+
+#[test]
+fn committed_documents_are_found_by_stemmed_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    index
+        .stage([
+            Op::Upsert(page(
+                1,
+                "Vacuuming tables",
+                "VACUUM reclaims storage occupied by dead tuples.",
+            )),
+            Op::Upsert(page(2, "Indexes", "A B-tree index speeds up lookups.")),
+        ])
+        .unwrap();
+    assert_eq!(
+        search(&index, "vacuum"),
+        Vec::<u64>::new(),
+        "nothing is visible before commit"
+    );
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "vacuumed table"), [1]);
+    assert_eq!(search(&index, "indexes"), [2]);
+}
+
+#[test]
+fn chinese_russian_and_greek_pages_are_found_by_a_word_from_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    index
+        .stage([
+            Op::Upsert(page(
+                1,
+                "数据库",
+                "关系型数据库使用结构化查询语言来管理数据。",
+            )),
+            Op::Upsert(page(
+                2,
+                "База данных",
+                "Реляционная база данных хранит таблицы и индексы.",
+            )),
+            Op::Upsert(page(
+                3,
+                "Βάση δεδομένων",
+                "Η σχεσιακή βάση δεδομένων αποθηκεύει πίνακες.",
+            )),
+            Op::Upsert(page(4, "English", "Relational databases store tables.")),
+        ])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "查询"), [1]);
+    assert_eq!(search(&index, "结构化"), [1]);
+    assert_eq!(search(&index, "таблицы"), [2]);
+    assert_eq!(search(&index, "πίνακες"), [3]);
+}
+
+#[test]
+fn upsert_replaces_and_deletes_remove_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    index
+        .stage([Op::Upsert(page(1, "old", "alpha words"))])
+        .unwrap();
+    index.commit(None).unwrap();
+    index
+        .stage([Op::Upsert(page(1, "new", "beta words"))])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "alpha"), Vec::<u64>::new());
+    assert_eq!(search(&index, "beta"), [1]);
+    assert_eq!(index.stats().unwrap().documents, 1);
+
+    let mut other = page(2, "t", "beta too");
+    other.domain = "docs.python.org".into();
+    let mut third = page(3, "t", "beta again");
+    third.domain = "python.org".into();
+    let mut old = page(4, "t", "beta old");
+    old.last_seen = 1_000;
+    old.first_seen = 1_000;
+    index
+        .stage([Op::Upsert(other), Op::Upsert(third), Op::Upsert(old)])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "beta").len(), 4);
+
+    index
+        .stage([Op::DeleteDomain("python.org".into())])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "beta"), [1, 4]);
+    index.stage([Op::DeleteRange(None, Some(2_000))]).unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "beta"), [1]);
+    index
+        .stage([Op::DeleteUrl("https://example.org/1".into())])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "beta"), Vec::<u64>::new());
+}
+
+#[test]
+fn delete_parents_removes_all_passages_of_a_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut a = page(11, "p", "shared word one");
+    a.parent = 10;
+    let mut b = page(12, "p", "shared word two");
+    b.parent = 10;
+    let c = page(20, "q", "shared word three");
+    index
+        .stage([Op::Upsert(a), Op::Upsert(b), Op::Upsert(c)])
+        .unwrap();
+    index.commit(None).unwrap();
+    index.stage([Op::DeleteParents(vec![10])]).unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(search(&index, "shared"), [20]);
+}
+
+#[test]
+fn watermark_is_read_back_by_another_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = open(dir.path());
+    let reader = open(dir.path());
+    assert_eq!(reader.watermark().unwrap(), None);
+    writer.stage([Op::Upsert(page(1, "t", "text"))]).unwrap();
+    writer.commit(Some("seq:17".into())).unwrap();
+    assert_eq!(reader.watermark().unwrap().as_deref(), Some("seq:17"));
+    writer.commit(None).unwrap();
+    assert_eq!(
+        reader.watermark().unwrap().as_deref(),
+        Some("seq:17"),
+        "None keeps the watermark"
+    );
+    assert_eq!(search(&reader, "text"), [1]);
+}
+
+#[test]
+fn bad_documents_are_rejected_and_nothing_is_staged() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut bad = page(2, "t", "x");
+    bad.vector = Some(vec![1.0; 7]);
+    let err = index
+        .stage([Op::Upsert(page(1, "t", "x")), Op::Upsert(bad)])
+        .unwrap_err();
+    assert!(matches!(err, CoreError::InvalidArgument(_)), "{err}");
+    assert_eq!(index.pending(), 0);
+    assert!(index.stage([Op::DeleteRange(None, None)]).is_err());
+    assert!(index.stage([Op::DeleteIds(vec![0])]).is_err());
+}
+
+#[test]
+fn vectors_are_kept_while_text_is_unchanged_and_dropped_when_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut d = page(1, "t", "some text");
+    d.vector = Some(axis_vector(3, 0.01));
+    index.stage([Op::Upsert(d)]).unwrap();
+    index.commit(None).unwrap();
+    assert!(index.get(1).unwrap().unwrap().vector.is_some());
+
+    let mut revisit = page(1, "t", "some text");
+    revisit.visits = 5;
+    index.stage([Op::Upsert(revisit)]).unwrap();
+    index.commit(None).unwrap();
+    let got = index.get(1).unwrap().unwrap();
+    assert_eq!(got.visits, 5);
+    let v = got.vector.expect("vector kept when the text is unchanged");
+    assert!(v[3] > 0.9);
+
+    index
+        .stage([Op::Upsert(page(1, "t", "different text"))])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert!(index.get(1).unwrap().unwrap().vector.is_none());
+}
+
+fn vector_request(v: &[f32], k: usize) -> SearchRequest<'_> {
+    SearchRequest {
+        query: "",
+        k,
+        filters: Filters::default(),
+        now: 1_700_000_000,
+        mode: Mode::Vector,
+        query_vector: Some(v),
+        exclude_parent: None,
+        options: SearchOptions::default(),
+    }
+}
+
+#[test]
+fn vector_search_never_returns_replaced_or_deleted_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    for i in 1..=20u64 {
+        let mut d = page(i, "t", &format!("doc {i}"));
+        d.vector = Some(axis_vector(i as usize, 0.01));
+        index.stage([Op::Upsert(d)]).unwrap();
+        index.commit(None).unwrap();
+    }
+    let q = axis_vector(5, 0.0);
+    assert_eq!(ids(&index.search(&vector_request(&q, 1)).unwrap()), [5]);
+    // Doc 5 now points elsewhere; doc 7 is deleted.
+    let mut moved = page(5, "t", "doc 5 moved");
+    moved.vector = Some(axis_vector(100, 0.01));
+    index
+        .stage([Op::Upsert(moved), Op::DeleteIds(vec![7])])
+        .unwrap();
+    index.commit(None).unwrap();
+    let hits = index.search(&vector_request(&q, 20)).unwrap();
+    let five = hits
+        .iter()
+        .find(|h| h.doc.id == 5)
+        .expect("doc 5 is still found by its new vector");
+    assert!(
+        five.explanation.similarity.unwrap() < 0.5,
+        "the old vector of doc 5 must not match"
+    );
+    assert!(!ids(&hits).contains(&7));
+    assert_eq!(
+        ids(&index
+            .search(&vector_request(&axis_vector(100, 0.0), 1))
+            .unwrap()),
+        [5]
+    );
+    let stats = index.stats().unwrap();
+    assert!(
+        stats.vector_segments <= 8,
+        "small segments are merged: {stats:?}"
+    );
+    assert_eq!(stats.documents_with_vectors, 19);
+}
+
+#[test]
+fn filtered_vector_search_respects_kind_domain_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for i in 1..=30u64 {
+        let mut d = page(i, "t", "x");
+        d.kind = if i % 2 == 0 {
+            Kind::Note
+        } else {
+            Kind::Passage
+        };
+        d.domain = if i % 3 == 0 {
+            "a.example.com".into()
+        } else {
+            "other.net".into()
+        };
+        d.first_seen = 0;
+        d.last_seen = 1_000 * i as i64;
+        d.vector = Some(axis_vector(i as usize, 0.05));
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    let q = axis_vector(6, 0.0);
+    let mut req = vector_request(&q, 30);
+    req.filters = Filters {
+        kinds: vec![Kind::Note],
+        domains: vec!["example.com".into()],
+        since: Some(10_000),
+        until: None,
+    };
+    let hits = ids(&index.search(&req).unwrap());
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    assert!(hits.iter().all(|&i| i % 6 == 0 && i >= 10));
+}
+
+#[test]
+fn hybrid_search_explains_both_signals_and_groups_passages_by_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for (id, parent, body, axis) in [
+        (1, 100, "postgres autovacuum tuning", 1),
+        (2, 100, "autovacuum thresholds explained", 2),
+        (3, 200, "python asyncio event loop", 3),
+    ] {
+        let mut d = page(id, "t", body);
+        d.parent = parent;
+        d.vector = Some(axis_vector(axis, 0.02));
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    let q = axis_vector(2, 0.0);
+    let mut req = vector_request(&q, 5);
+    req.query = "autovacuum";
+    req.mode = Mode::Hybrid;
+    let hits = index.search(&req).unwrap();
+    assert_eq!(hits.len(), 2, "one hit per page");
+    assert_eq!(hits[0].doc.parent, 100);
+    assert_eq!(hits[0].passages.len(), 2);
+    assert_eq!(hits[0].doc.id, 2, "the passage close in both signals wins");
+    let e = &hits[0].explanation;
+    assert!(e.bm25.is_some() && e.similarity.is_some());
+    assert!(
+        hits[0].snippet.contains("**autovacuum**"),
+        "{}",
+        hits[0].snippet
+    );
+    assert_eq!(hits[0].doc.body, "");
+}
+
+#[test]
+fn recency_and_visits_reorder_equally_relevant_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let now = 1_800_000_000;
+    let mut old = page(1, "t", "kubernetes ingress guide");
+    old.last_seen = now - 400 * 86_400;
+    let mut fresh = page(2, "t", "kubernetes ingress guide");
+    fresh.last_seen = now - 86_400;
+    fresh.visits = 12;
+    index.stage([Op::Upsert(old), Op::Upsert(fresh)]).unwrap();
+    index.commit(None).unwrap();
+    let mut req = SearchRequest::bm25("kubernetes ingress", 2);
+    req.now = now;
+    req.options.rank.decay_half_life_days = 30.0;
+    req.options.rank.visit_weight = 0.2;
+    let hits = index.search(&req).unwrap();
+    assert_eq!(ids(&hits), [2, 1]);
+    assert!(hits[0].explanation.decay > hits[1].explanation.decay);
+    assert!(hits[0].explanation.visit_boost > 1.0);
+}
+
+#[test]
+fn compact_removes_deleted_text_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut secret = page(1, "t", "zanzibarquux is a very secret word");
+    secret.vector = Some(axis_vector(1, 0.0));
+    let mut keep = page(2, "t", "ordinary words stay");
+    keep.vector = Some(axis_vector(2, 0.0));
+    index.stage([Op::Upsert(secret), Op::Upsert(keep)]).unwrap();
+    index.commit(None).unwrap();
+    index.stage([Op::DeleteIds(vec![1])]).unwrap();
+    index.commit(None).unwrap();
+    index.compact().unwrap();
+    assert_eq!(search(&index, "zanzibarquux"), Vec::<u64>::new());
+    assert_eq!(search(&index, "ordinary"), [2]);
+    let mut found_in = Vec::new();
+    for entry in walk(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        if bytes.windows(12).any(|w| w == b"zanzibarquux") {
+            found_in.push(entry);
+        }
+    }
+    assert!(
+        found_in.is_empty(),
+        "deleted text still on disk in {found_in:?}"
+    );
+    let stats = index.stats().unwrap();
+    assert_eq!((stats.vector_segments, stats.vectors), (1, 1));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn delete_all_empties_text_and_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut d = page(1, "t", "anything");
+    d.vector = Some(axis_vector(1, 0.0));
+    index.stage([Op::Upsert(d)]).unwrap();
+    index.commit(None).unwrap();
+    index.stage([Op::DeleteAll]).unwrap();
+    index.commit(None).unwrap();
+    let stats = index.stats().unwrap();
+    assert_eq!((stats.documents, stats.vectors), (0, 0));
+}
+
+#[test]
+fn similar_excludes_the_page_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for (id, parent, axis, wobble) in [
+        (1, 1, 4, 0.0),
+        (2, 1, 4, 0.01),
+        (3, 3, 4, 0.2),
+        (4, 4, 9, 0.0),
+    ] {
+        let mut d = page(id, "t", "x");
+        d.parent = parent;
+        d.vector = Some(axis_vector(axis, wobble));
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    let hits = index.similar(1, 2, true, SearchOptions::default()).unwrap();
+    assert_eq!(ids(&hits)[0], 3);
+    assert!(hits.iter().all(|h| h.doc.parent != 1));
+}
+
+#[test]
+fn a_non_index_directory_payload_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(open(dir.path()));
+    std::fs::write(dir.path().join("backtrail-index.json"), "{oops").unwrap();
+    assert!(matches!(
+        Index::open(dir.path(), OpenOptions::default()),
+        Err(CoreError::IndexCorrupt { .. })
+    ));
+}
+
+#[test]
+fn time_filters_apply_to_bm25_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for i in 1..=5u64 {
+        let mut d = page(i, "t", "common");
+        d.first_seen = 0;
+        d.last_seen = 1_000 * i as i64;
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    let mut req = SearchRequest::bm25("common", 10);
+    req.filters.since = Some(3_000);
+    assert_eq!(ids(&index.search(&req).unwrap()).len(), 3);
+    req.filters.until = Some(5_000);
+    assert_eq!(ids(&index.search(&req).unwrap()).len(), 2);
+}

@@ -1,0 +1,236 @@
+"""The Rust core as Python sees it: `backtrail._core` from the installed wheel."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backtrail import _core, embedding
+
+TEXTS = [
+    "Dark mode reduces eye strain in the evening.",
+    "PostgreSQL's VACUUM reclaims storage occupied by dead tuples.",
+    "asyncio.gather runs awaitables concurrently.",
+    "The quick brown fox jumps over the lazy dog.",
+    "数据库索引可以加快查询速度。",
+    "Реляционная база данных хранит таблицы.",
+    "Η σχεσιακή βάση δεδομένων αποθηκεύει πίνακες.",
+    "user/theme: dark mode",
+    "deploy/region: eu-west-1",
+    "A B-tree index keeps keys sorted for range scans. " * 40,
+    "Rust's borrow checker enforces aliasing XOR mutation.",
+    "Headless Chromium loads unpacked extensions with --load-extension.",
+    "MCP servers expose tools, resources and prompts.",
+    "Tantivy is a full-text search engine library written in Rust.",
+    "HNSW graphs trade memory for fast approximate nearest neighbour search.",
+    "",
+    "a",
+    "Emoji 🎉 and symbols ∑ survive tokenisation.",
+    "Mixed: PostgreSQL 数据库 и база данных",
+    "The last text of twenty.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> _core.Embedder:
+    return embedding.load_embedder()
+
+
+def reference_vectors(texts: list[str]) -> np.ndarray:
+    """The same model through onnxruntime's Python API, pooled as sentence-transformers does."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    files = embedding.model_files()
+    tok = Tokenizer.from_file(str(files.tokenizer))
+    tok.enable_truncation(256)
+    tok.no_padding()
+    session = ort.InferenceSession(str(files.model), providers=["CPUExecutionProvider"])
+    out = []
+    for text in texts:
+        enc = tok.encode(text)
+        feed = {
+            "input_ids": np.array([enc.ids], dtype=np.int64),
+            "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
+        }
+        hidden = session.run(None, feed)[0][0]
+        mask = feed["attention_mask"][0][:, None]
+        pooled = (hidden * mask).sum(0) / mask.sum()
+        out.append(pooled / np.linalg.norm(pooled))
+    return np.array(out)
+
+
+def test_core_vectors_match_onnxruntime_python_on_twenty_texts(embedder: _core.Embedder) -> None:
+    ours = np.array(embedder.embed(TEXTS))
+    ref = reference_vectors(TEXTS)
+    assert ours.shape == (20, _core.DIM)
+    cosines = (ours * ref).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-4)
+
+
+def test_long_texts_are_truncated_to_256_tokens(embedder: _core.Embedder) -> None:
+    assert embedder.token_counts(["word " * 1000])[0] == 256
+    assert embedder.max_tokens == 256
+
+
+def fact(i: int, key: str, value: str, vector: list[float]) -> dict:
+    return {"id": i, "kind": "fact", "title": key, "body": f"{key}: {value}", "vector": vector}
+
+
+def test_screen_appearance_preference_finds_the_dark_mode_fact(
+    tmp_path: Path, embedder: _core.Embedder
+) -> None:
+    facts = [
+        ("user/theme", "dark mode"),
+        ("deploy/region", "eu-west-1"),
+        ("user/lang", "python"),
+        ("db/pool_size", "20"),
+        ("build/cache", "enabled"),
+    ]
+    texts = [f"{k}: {v}" for k, v in facts]
+    index = _core.Index(str(tmp_path / "idx"), embedder=embedder)
+    index.upsert([fact(i + 1, k, v, vec) for i, ((k, v), vec) in
+                  enumerate(zip(facts, embedder.embed(texts), strict=True))])
+    index.commit()
+    for mode in ("vector", "hybrid"):
+        hits = index.search("appearance preference for screens", 5, mode=mode)
+        assert hits[0]["title"] == "user/theme", (mode, [h["title"] for h in hits])
+
+
+def test_non_latin_pages_are_found_by_a_word_from_each(tmp_path: Path) -> None:
+    index = _core.Index(str(tmp_path / "idx"))
+    index.upsert([
+        {"id": 1, "kind": "page", "title": "数据库", "body": "关系型数据库使用结构化查询语言。"},
+        {"id": 2, "kind": "page", "title": "БД", "body": "Реляционная база данных хранит таблицы."},
+        {"id": 3, "kind": "page", "title": "ΒΔ", "body": "Η βάση δεδομένων αποθηκεύει πίνακες."},
+    ])
+    index.commit()
+    assert [h["id"] for h in index.search("查询语言", mode="bm25")] == [1]
+    assert [h["id"] for h in index.search("таблицы", mode="bm25")] == [2]
+    assert [h["id"] for h in index.search("πίνακες", mode="bm25")] == [3]
+
+
+def test_hybrid_search_without_an_embedder_still_answers_with_bm25(tmp_path: Path) -> None:
+    index = _core.Index(str(tmp_path / "idx"))
+    index.upsert([{"id": 5, "kind": "note", "body": "rotate the signing key"}])
+    index.commit("w1")
+    hits = index.search("signing key")
+    assert [h["id"] for h in hits] == [5]
+    assert hits[0]["explanation"]["vector_similarity"] is None
+    assert "**signing**" in hits[0]["snippet"]
+    with pytest.raises(_core.InvalidArgument, match="query vector"):
+        index.search("signing key", mode="vector")
+
+
+def test_missing_model_files_raise_model_error_and_corrupt_models_too(tmp_path: Path) -> None:
+    files = embedding.model_files()
+    with pytest.raises(_core.ModelError, match="not found"):
+        _core.Embedder(str(files.ort_library), str(tmp_path / "nope.onnx"), str(files.tokenizer))
+    garbage = tmp_path / "model.onnx"
+    garbage.write_bytes(b"\x00not an onnx graph" * 100)
+    with pytest.raises(_core.ModelError, match="sha256"):
+        _core.Embedder(str(files.ort_library), str(garbage), str(files.tokenizer),
+                       sha256=embedding.MODEL_SHA256)
+    with pytest.raises(_core.ModelError, match="cannot load model"):
+        _core.Embedder(str(files.ort_library), str(garbage), str(files.tokenizer))
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(_core.ModelError):
+        embedding.load_embedder(tmp_path)
+
+
+def test_user_model_directory_replaces_the_packaged_files(tmp_path: Path) -> None:
+    files = embedding.model_files()
+    (tmp_path / "model.onnx").write_bytes(files.model.read_bytes())
+    (tmp_path / "tokenizer.json").write_bytes(files.tokenizer.read_bytes())
+    own = embedding.load_embedder(tmp_path)
+    assert len(own.embed(["hello"])[0]) == _core.DIM
+
+
+def test_every_core_exception_derives_from_core_error() -> None:
+    for name in ("InvalidArgument", "LockTimeout", "IndexCorrupt", "ModelError", "CoreIOError"):
+        assert issubclass(getattr(_core, name), _core.CoreError)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"kind": "page"}, "missing \"id\""),
+        ({"id": 1}, "missing \"kind\""),
+        ({"id": 1, "kind": "tab"}, "unknown kind"),
+        ({"id": 0, "kind": "page"}, "out of range"),
+        ({"id": -3, "kind": "page"}, "wrong type"),
+        ({"id": 1, "kind": "page", "title": 7}, "wrong type"),
+        ({"id": 1, "kind": "page", "body": "\ud800"}, "wrong type"),
+        ({"id": 1, "kind": "page", "vector": [0.1] * 3}, "dimensions"),
+        ({"id": 1, "kind": "page", "colour": "red"}, "unknown field"),
+    ],
+)
+def test_bad_documents_raise_invalid_argument_and_stage_nothing(
+    tmp_path: Path, doc: dict, message: str
+) -> None:
+    index = _core.Index(str(tmp_path / "idx"))
+    with pytest.raises(_core.InvalidArgument, match=message):
+        index.upsert([{"id": 9, "kind": "note", "body": "fine"}, doc])
+    assert index.pending() == 0
+    with pytest.raises(_core.InvalidArgument):
+        index.upsert(["not a dict"])  # type: ignore[list-item]
+
+
+def test_bad_search_arguments_raise_invalid_argument(tmp_path: Path) -> None:
+    index = _core.Index(str(tmp_path / "idx"))
+    with pytest.raises(_core.InvalidArgument, match="mode"):
+        index.search("x", mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(_core.InvalidArgument, match="unknown search option"):
+        index.search("x", options={"bm25_wieght": 1.0})  # type: ignore[typeddict-unknown-key]
+    with pytest.raises(_core.InvalidArgument, match="unknown kind"):
+        index.search("x", kinds=["tab"])  # type: ignore[list-item]
+
+
+def test_searches_run_in_parallel_threads_while_another_thread_commits(tmp_path: Path) -> None:
+    index = _core.Index(str(tmp_path / "idx"))
+    index.upsert([{"id": i, "kind": "passage", "body": f"shared term number {i}"}
+                  for i in range(1, 200)])
+    index.commit()
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            for _ in range(50):
+                assert index.search("shared term", 5, mode="bm25")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def writer() -> None:
+        try:
+            for i in range(200, 220):
+                index.upsert([{"id": i, "kind": "passage", "body": f"shared term {i}"}])
+                index.commit(str(i))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    threads.append(threading.Thread(target=writer))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert index.watermark() == "219"
+    assert index.stats()["documents"] == 219
+
+
+def test_stats_report_documents_vectors_and_watermark(tmp_path: Path) -> None:
+    index = _core.Index(str(tmp_path / "idx"), quantization="f16")
+    index.upsert([{"id": 1, "kind": "note", "body": "x", "vector": [1.0] + [0.0] * 383}])
+    index.commit("42")
+    stats = index.stats()
+    assert (stats["documents"], stats["documents_with_vectors"], stats["watermark"]) == (1, 1, "42")
+    assert stats["disk_bytes"] > 0
+    got = index.get(1)
+    assert got is not None and got["vector"][0] == pytest.approx(1.0, abs=1e-3)
+    assert index.get(2) is None
