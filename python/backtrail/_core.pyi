@@ -113,6 +113,9 @@ class Embedder:
     def dim(self) -> int: ...
     @property
     def max_tokens(self) -> int: ...
+    @property
+    def fused(self) -> bool:
+        """True when attention runs as onnxruntime's fused operator."""
     def __new__(
         cls,
         ort_library: str,
@@ -124,6 +127,7 @@ class Embedder:
         sessions: int = 1,
         max_tokens: int = 256,
         batch_size: int = 16,
+        fuse_attention: bool = True,
     ) -> Embedder: ...
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors, one per text, in input order."""

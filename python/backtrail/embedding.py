@@ -97,6 +97,7 @@ def load_embedder(
     threads: int = 0,
     sessions: int = 1,
     batch_size: int = 16,
+    fuse_attention: bool = True,
 ) -> _core.Embedder:
     """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix."""
     files = model_files(model_dir)
@@ -109,4 +110,5 @@ def load_embedder(
         threads=threads,
         sessions=sessions,
         batch_size=batch_size,
+        fuse_attention=fuse_attention,
     )

@@ -80,7 +80,7 @@ pub struct PyEmbedder {
 #[pymethods]
 impl PyEmbedder {
     #[new]
-    #[pyo3(signature = (ort_library, model_path, tokenizer_path, *, sha256=None, threads=0, sessions=1, max_tokens=256, batch_size=16))]
+    #[pyo3(signature = (ort_library, model_path, tokenizer_path, *, sha256=None, threads=0, sessions=1, max_tokens=256, batch_size=16, fuse_attention=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -92,8 +92,10 @@ impl PyEmbedder {
         sessions: usize,
         max_tokens: usize,
         batch_size: usize,
+        fuse_attention: bool,
     ) -> PyResult<Self> {
         let mut config = EmbedderConfig::new(ort_library, model_path, tokenizer_path);
+        config.fuse_attention = fuse_attention;
         config.sha256 = sha256;
         config.threads = threads;
         config.sessions = sessions;
@@ -108,6 +110,11 @@ impl PyEmbedder {
     #[getter]
     fn dim(&self) -> usize {
         crate::DIM
+    }
+
+    #[getter]
+    fn fused(&self) -> bool {
+        self.inner.is_fused()
     }
 
     #[getter]

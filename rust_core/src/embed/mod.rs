@@ -20,6 +20,9 @@ use tokenizers::{Encoding, Tokenizer, TruncationParams};
 use crate::error::{CoreError, Result};
 use crate::DIM;
 
+mod fuse;
+mod proto;
+
 /// How to load the model.
 #[derive(Debug, Clone)]
 pub struct EmbedderConfig {
@@ -39,6 +42,9 @@ pub struct EmbedderConfig {
     pub max_tokens: usize,
     /// Texts per batch.
     pub batch_size: usize,
+    /// Rewrite the attention blocks into onnxruntime's fused operator when the graph has
+    /// the expected shape (see `fuse.rs`).
+    pub fuse_attention: bool,
 }
 
 impl EmbedderConfig {
@@ -57,6 +63,7 @@ impl EmbedderConfig {
             sessions: 1,
             max_tokens: 256,
             batch_size: 16,
+            fuse_attention: true,
         }
     }
 }
@@ -66,6 +73,7 @@ pub struct Embedder {
     tokenizer: Tokenizer,
     sessions: Vec<Mutex<Session>>,
     config: EmbedderConfig,
+    fused: bool,
 }
 
 static ORT_LIBRARY: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
@@ -100,11 +108,12 @@ fn model_err(what: &str, path: &Path, e: impl std::fmt::Display) -> CoreError {
     CoreError::Model(format!("{what} {}: {e}", path.display()))
 }
 
-/// Hex sha256 of a file.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| CoreError::io(path, e))?;
-    let digest = Sha256::digest(&bytes);
-    Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+/// Hex sha256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl Embedder {
@@ -124,8 +133,9 @@ impl Embedder {
                 ));
             }
         }
+        let model = std::fs::read(&config.model).map_err(|e| CoreError::io(&config.model, e))?;
         if let Some(expected) = &config.sha256 {
-            let actual = sha256_file(&config.model)?;
+            let actual = sha256_hex(&model);
             if !actual.eq_ignore_ascii_case(expected) {
                 return Err(CoreError::Model(format!(
                     "{} has sha256 {actual}, expected {expected}: the file is corrupt or a different model",
@@ -150,12 +160,19 @@ impl Embedder {
         } else {
             (cores / config.sessions).max(1)
         };
+        let fused = if config.fuse_attention {
+            fuse::fuse_attention(&model).unwrap_or(None)
+        } else {
+            None
+        };
+        let graph = fused.as_deref().unwrap_or(&model);
         let sessions = (0..config.sessions)
-            .map(|_| new_session(&config.model, threads).map(Mutex::new))
+            .map(|_| new_session(graph, &config.model, threads).map(Mutex::new))
             .collect::<Result<Vec<_>>>()?;
         let embedder = Embedder {
             tokenizer,
             sessions,
+            fused: fused.is_some(),
             config,
         };
         // Fail now, not on first use, if the graph does not produce what we expect.
@@ -166,6 +183,11 @@ impl Embedder {
     /// The configuration this embedder was loaded with.
     pub fn config(&self) -> &EmbedderConfig {
         &self.config
+    }
+
+    /// True when the attention blocks run as onnxruntime's fused operator.
+    pub fn is_fused(&self) -> bool {
+        self.fused
     }
 
     /// Token counts (after truncation) of each text.
@@ -226,7 +248,7 @@ impl Embedder {
     }
 }
 
-fn new_session(model: &Path, threads: usize) -> Result<Session> {
+fn new_session(graph: &[u8], model: &Path, threads: usize) -> Result<Session> {
     let err = |e: ort::Error<_>| model_err("cannot load model", model, e);
     Session::builder()
         .map_err(|e| model_err("cannot create an onnxruntime session for", model, e))?
@@ -236,7 +258,7 @@ fn new_session(model: &Path, threads: usize) -> Result<Session> {
         .map_err(err)?
         .with_inter_threads(1)
         .map_err(err)?
-        .commit_from_file(model)
+        .commit_from_memory(graph)
         .map_err(|e| model_err("cannot load model", model, e))
 }
 
