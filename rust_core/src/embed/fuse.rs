@@ -345,7 +345,7 @@ impl<'g> Matcher<'g> {
             && [&bq, &bk, &bv].iter().all(|b| b.data.len() == hidden);
         let scale_ok =
             (sq * sk - 1.0 / (head as f32).sqrt()).abs() < 1e-4 && (sv - 1.0).abs() < 1e-6;
-        if !same_input || !shapes_ok || !scale_ok || head == 0 || hidden % head != 0 {
+        if !same_input || !shapes_ok || !scale_ok || head == 0 || !hidden.is_multiple_of(head) {
             return None;
         }
         let rows = wq.dims[0] as usize;
