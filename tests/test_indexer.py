@@ -276,6 +276,33 @@ def test_visits_update_ranking_fields_without_dropping_vectors(
         assert len(counting.texts) == embedded  # nothing was embedded again
 
 
+class RecordingIndex:
+    """Delegates to the core index and records which staging calls were made."""
+
+    def __init__(self, inner: _core.Index) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("upsert", "touch", "delete_parents", "delete_ids"):
+            self.calls.append(name)
+        return getattr(self.inner, name)
+
+
+def test_visits_to_a_captured_page_are_applied_by_touch_without_resending_text(
+    indexer: Indexer, ledger: Ledger
+) -> None:
+    page = ledger.capture_page("https://example.com/t", text=page_text(6)).page
+    indexer.catch_up()
+    recording = RecordingIndex(indexer.index)
+    indexer.index = recording  # type: ignore[assignment]
+    ledger.record_visit("https://example.com/t", visited_at=T0 + 7200)
+    indexer.catch_up()
+    assert recording.calls == ["touch"]
+    stored = recording.inner.get(doc_id(TYPE_PASSAGE, page.id, 1))
+    assert stored is not None and (stored["visits"], stored["last_seen"]) == (1, T0 + 7200)
+
+
 def test_vector_phase_embeds_in_batches_and_advances_its_watermark(
     data_home: Path, ledger: Ledger, real_embedder: _core.Embedder
 ) -> None:

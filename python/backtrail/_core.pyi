@@ -152,6 +152,9 @@ class Index:
     ) -> Index: ...
     def upsert(self, docs: Sequence[Document]) -> None:
         """Stage documents (replacing any with the same id) until commit()."""
+    def touch(self, updates: Sequence[tuple[int, int, int]]) -> None:
+        """Stage `(parent, last_seen, visits)` updates of every document of each parent,
+        keeping text and vectors; touches apply before the other operations of their batch."""
     def delete_ids(self, ids: Sequence[int]) -> None: ...
     def delete_parents(self, ids: Sequence[int]) -> None:
         """Stage deletion of every document whose parent is one of `ids`."""

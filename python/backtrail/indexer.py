@@ -8,9 +8,11 @@ always be rebuilt. Indexing runs in two phases, because embedding is the expensi
    entity they name (several changes may name one entity; a deleted entity is simply
    absent), stage ``delete``/``upsert`` operations and commit them together with the new
    watermark. Pages are replaced whole (``delete_parents`` then upsert), so a page whose
-   text shrank loses its surplus passages. An upsert without a vector keeps the stored
-   vector when title and body are unchanged, so visits (stats-only changes) never drop
-   vectors and cost no embedding.
+   text shrank loses its surplus passages. A page that only had visits (all its changes
+   are ``stats``) is not re-read: ``Index.touch`` rewrites its passages' visit count and
+   last-seen time inside the core, keeping text and vectors, and the vector phase skips
+   it. An upsert without a vector keeps the stored vector when title and body are
+   unchanged, so re-captures of unchanged text cost no embedding either.
 2. **Vectors.** For the changes between the vector watermark and the text watermark,
    embed the current passages that have no vector yet (or a vector of older text), in
    batches of ``vector_batch_passages``, and commit each batch. Progress is never lost:
@@ -760,7 +762,8 @@ class Indexer:
             _report(progress, mark.text - start, end - start, "text")
 
     def _apply_changes(self, mark: Watermark, changes: Sequence[Change]) -> Watermark:
-        entities = _entities(changes)
+        touched = self._touch_stats_only_pages(changes)
+        entities = [e for e in _entities(changes) if e[1] != "page" or e[2] not in touched]
         staged = 0
         for start in range(0, len(entities), _FETCH_CHUNK):
             staged += self._stage_entities(entities[start : start + _FETCH_CHUNK])
@@ -770,6 +773,28 @@ class Indexer:
                 mark = self._commit(replace(mark, text=entities[following][0] - 1))
                 staged = 0
         return self._commit(replace(mark, text=changes[-1].seq))
+
+    def _stats_only_pages(self, changes: Sequence[Change]) -> dict[int, Page]:
+        """Pages with text whose changes in ``changes`` are all ``stats`` (visits): their
+        passages need new numbers only, never new text or vectors. Title-only pages are
+        left out, since a visit may change their title."""
+        content = {c.entity_id for c in changes if c.entity_type == "page" and
+                   (c.aspect != "stats" or c.op != "upsert")}  # fmt: skip
+        stats_only = {c.entity_id for c in changes if c.entity_type == "page"} - content
+        if not stats_only:
+            return {}
+        pages = self._reader.fetch("page", sorted(stats_only), with_text=False)
+        return {i: p for i, p in pages.items() if p.current_version is not None}
+
+    def _touch_stats_only_pages(self, changes: Sequence[Change]) -> set[int]:
+        """Stages new visit counts and last-seen times for pages that only had visits:
+        the core rewrites their passages' numbers without the text being read, chunked
+        or sent again. Returns the pages done."""
+        pages = self._stats_only_pages(changes)
+        if pages:
+            updates = [(page_parent(i), p.last_seen, p.visit_count) for i, p in pages.items()]
+            self.index.touch(updates)
+        return set(pages)
 
     def _stage_entities(self, entities: Sequence[tuple[int, str, int]]) -> int:
         by_type: dict[str, list[int]] = {}
@@ -854,7 +879,12 @@ class Indexer:
         if not changes:  # the changes in between were pruned from the feed
             self._commit(replace(mark, vectors=mark.text))
             return False
-        docs, upto = self._collect(_entities(changes, upserts_only=True), changes[-1].seq)
+        visits_only = self._stats_only_pages(changes)
+        entities = [
+            e for e in _entities(changes, upserts_only=True)
+            if e[1] != "page" or e[2] not in visits_only
+        ]  # fmt: skip
+        docs, upto = self._collect(entities, changes[-1].seq)
         self._embed_and_commit(embedder, docs, mark, replace(mark, vectors=upto))
         return upto < mark.text
 

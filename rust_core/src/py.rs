@@ -203,6 +203,15 @@ impl PyIndex {
         self.inner.stage([Op::DeleteParents(ids)]).map_err(to_py)
     }
 
+    fn touch(&self, updates: Vec<(u64, i64, u64)>) -> PyResult<()> {
+        let ops = updates.into_iter().map(|(parent, last_seen, visits)| Op::Touch {
+            parent,
+            last_seen,
+            visits,
+        });
+        self.inner.stage(ops).map_err(to_py)
+    }
+
     fn delete_url(&self, url: String) -> PyResult<()> {
         self.inner.stage([Op::DeleteUrl(url)]).map_err(to_py)
     }

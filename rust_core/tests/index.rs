@@ -472,3 +472,35 @@ fn time_filters_apply_to_bm25_search() {
     req.filters.until = Some(5_000);
     assert_eq!(ids(&index.search(&req).unwrap()).len(), 2);
 }
+
+#[test]
+fn touch_updates_stats_of_all_passages_and_keeps_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for id in [11, 12] {
+        let mut d = page(id, "t", &format!("touched body {id}"));
+        d.parent = 10;
+        d.vector = Some(axis_vector(id as usize, 0.0));
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    index
+        .stage([Op::Touch { parent: 10, last_seen: 1_800_000_000, visits: 9 }])
+        .unwrap();
+    index.commit(None).unwrap();
+    for id in [11, 12] {
+        let d = index.get(id).unwrap().unwrap();
+        assert_eq!((d.last_seen, d.visits), (1_800_000_000, 9));
+        assert!(d.vector.is_some(), "touch keeps the vector");
+        assert_eq!(d.body, format!("touched body {id}"));
+    }
+    assert_eq!(index.stats().unwrap().documents, 2);
+    // A delete later in the same batch wins over the touch.
+    index
+        .stage([Op::Touch { parent: 10, last_seen: 1_900_000_000, visits: 10 }, Op::DeleteParents(vec![10])])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(index.stats().unwrap().documents, 0);
+}

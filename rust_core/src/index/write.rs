@@ -43,6 +43,17 @@ pub enum Op {
     DeleteRange(Option<i64>, Option<i64>),
     /// Delete everything.
     DeleteAll,
+    /// Set `last_seen` and `visits` of every document of a parent, keeping text and
+    /// vectors. Touches apply before the other operations of their batch (so a later
+    /// upsert or delete in the same batch wins).
+    Touch {
+        /// The parent whose documents change.
+        parent: u64,
+        /// New last-seen time, unix seconds.
+        last_seen: i64,
+        /// New visit count.
+        visits: u64,
+    },
 }
 
 /// Merge vector segments once a commit leaves more than this many.
@@ -135,7 +146,13 @@ impl Index {
         let mut forget_existing = false;
         let f = &self.fields;
         for op in ops {
+            if let Op::Touch { parent, last_seen, visits } = op {
+                touch(&searcher, f, &mut writer, *parent, *last_seen, *visits)?;
+            }
+        }
+        for op in ops {
             match op {
+                Op::Touch { .. } => {}
                 Op::Upsert(doc) => {
                     let thash = doc.text_hash();
                     let vstamp = match &doc.vector {
@@ -366,6 +383,37 @@ fn remove_segment_files(dir: &std::path::Path, id: u64) {
     let (a, b) = vectors::segment::paths(dir, id);
     let _ = std::fs::remove_file(a);
     let _ = std::fs::remove_file(b);
+}
+
+/// Rewrites every live document of `parent` with new stats, keeping its vector stamp.
+fn touch(
+    searcher: &tantivy::Searcher,
+    f: &crate::text::Fields,
+    writer: &mut IndexWriter<TantivyDocument>,
+    parent: u64,
+    last_seen: i64,
+    visits: u64,
+) -> Result<()> {
+    let term = Term::from_field_u64(f.parent, parent);
+    for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let postings = reader.inverted_index(f.parent)?.read_postings(&term, IndexRecordOption::Basic);
+        let Some(mut postings) = postings.map_err(|e| CoreError::Tantivy(e.into()))? else {
+            continue;
+        };
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if !reader.is_deleted(doc) {
+                let stored: TantivyDocument = searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
+                let mut s = f.from_tantivy(&stored);
+                s.doc.last_seen = last_seen.max(s.doc.first_seen);
+                s.doc.visits = visits;
+                writer.delete_term(f.id_term(s.doc.id));
+                writer.add_document(f.to_tantivy(&s.doc, s.vstamp))?;
+            }
+            doc = postings.advance();
+        }
+    }
+    Ok(())
 }
 
 /// The `(vstamp, thash)` of the live document `id` in `searcher`, if any.
