@@ -106,10 +106,15 @@ def embedding_section(n: int) -> dict[str, Any]:
     }
 
 
+def embedding_text(p: dict[str, Any]) -> str:
+    """What the product embeds for a passage (backtrail.indexer.embedding_text): title, body."""
+    return f"{p['title']}\n{p['body']}" if p["title"] else p["body"]
+
+
 def core_corpus_vectors(embedder: _core.Embedder) -> tuple[np.ndarray, np.ndarray]:
     """(ids, vectors) of every real passage by the core's embedder, cached in bench/data."""
-    vec_path = common.DATA_DIR / "vectors-core.npy"
-    ids_path = common.DATA_DIR / "vector_ids-core.npy"
+    vec_path = common.DATA_DIR / "vectors-core-title.npy"
+    ids_path = common.DATA_DIR / "vector_ids-core-title.npy"
     passages = corpus.load_passages()
     ids = np.array([p["id"] for p in passages], dtype=np.int64)
     if vec_path.exists() and ids_path.exists() and np.array_equal(np.load(ids_path), ids):
@@ -119,7 +124,7 @@ def core_corpus_vectors(embedder: _core.Embedder) -> tuple[np.ndarray, np.ndarra
     t0 = time.perf_counter()
     step = 512
     for start in range(0, len(passages), step):
-        chunk = [p["body"] for p in passages[start : start + step]]
+        chunk = [embedding_text(p) for p in passages[start : start + step]]
         out[start : start + len(chunk)] = embedder.embed(chunk)
         done = start + len(chunk)
         rate = done / (time.perf_counter() - t0)

@@ -126,12 +126,48 @@ def test_the_data_dir_follows_backtrail_home_unless_given(
 
 def test_capturing_html_stores_the_main_text_and_title(memory: Memory) -> None:
     receipt = memory.capture_page("https://blog.example.com/wal?utm_source=x", html=ARTICLE)
-    assert receipt.outcome == "created" and receipt.title == "Write-ahead logging explained"
-    assert receipt.canonical_url == "https://blog.example.com/wal"
+    assert receipt.outcome == "queued" and receipt.canonical_url == "https://blog.example.com/wal"
+    memory.catch_up(vectors=False)  # the indexing pass extracts queued captures
     page = memory.get_page("https://blog.example.com/wal")
+    assert page.title == "Write-ahead logging explained"
     assert "Checkpoints copy the log" in page.text
     assert "tracking" not in page.text and "Copyright" not in page.text
     assert page.language == "en" and page.origin == "web"
+
+
+def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_it(
+    memory: Memory,
+) -> None:
+    receipt = memory.capture_page(
+        "https://blog.example.com/wal", html=ARTICLE, visit={"tab_id": 1}
+    )
+    assert (receipt.outcome, receipt.version, receipt.visit_id is not None) == ("queued", 0, True)
+    ledger = Ledger.open(memory.config.data_dir)
+    try:
+        assert ledger.count_pending_captures() == 1
+        assert memory.search("checkpoints copy the log").results[0].id == receipt.page_id
+        assert ledger.count_pending_captures() == 0
+        assert ledger.get_page("https://blog.example.com/wal").current_version == 1
+    finally:
+        ledger.close()
+
+
+def test_forgetting_a_page_drops_its_queued_raw_html(memory: Memory) -> None:
+    memory.capture_page("https://gone.example/p", html=ARTICLE)
+    memory.forget(domain="gone.example")
+    ledger = Ledger.open(memory.config.data_dir)
+    try:
+        assert ledger.count_pending_captures() == 0
+    finally:
+        ledger.close()
+    data = b"".join(p.read_bytes() for p in memory.config.data_dir.rglob("*") if p.is_file())
+    assert b"Checkpoints copy the log" not in data
+
+
+def test_extraction_before_acknowledgement_when_deferral_is_off(data_home: Path) -> None:
+    with Memory.open(data_home, defer_extraction=False, embeddings=False) as memory:
+        receipt = memory.capture_page("https://blog.example.com/wal", html=ARTICLE)
+        assert receipt.outcome == "created" and receipt.title == "Write-ahead logging explained"
 
 
 def test_a_capture_with_a_visit_is_one_transaction_with_an_event_each(

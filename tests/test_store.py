@@ -943,8 +943,8 @@ def test_forget_time_range_removes_what_happened_in_it_and_recomputes_pages(
     watermark = ledger.max_change_seq()
     result = ledger.forget(since=T0, until=T0 + 100)
     assert result.counts == {
-        "visits": 1, "page_versions": 2, "pages": 1, "pages_updated": 1, "highlights": 1,
-        "notes": 1,
+        "visits": 1, "page_versions": 2, "raw_captures": 0, "pages": 1, "pages_updated": 1,
+        "highlights": 1, "notes": 1,
     }  # fmt: skip
     kept = ledger.get_page("https://kept.example/", with_text=True)
     assert (kept.visit_count, kept.first_seen, kept.last_seen, kept.dwell_ms) == (
@@ -1363,7 +1363,7 @@ def test_upgrading_a_v1_database_keeps_data_and_backfills_the_change_feed(
     path = data_home / LEDGER_FILENAME
     build_v1_database(path)
     with Ledger(path, clock=clock) as ledger:
-        assert ledger.stats().schema_version == SCHEMA_VERSION == 2
+        assert ledger.stats().schema_version == SCHEMA_VERSION == 3
         page = ledger.get_page("https://old.example/a", with_text=True)
         assert (page.title, page.text, page.visit_count, page.dwell_ms) == (
             "Old page", "old text", 2, 1500,

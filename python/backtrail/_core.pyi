@@ -92,7 +92,7 @@ class Hit(TypedDict):
 class SearchOptions(TypedDict, total=False):
     bm25_candidates: int  # default 200
     vector_candidates: int  # default 200
-    fusion: Literal["convex", "rrf"]  # default "convex"
+    fusion: Literal["convex", "zscore", "rrf"]
     bm25_weight: float  # convex weight of normalised BM25 (vector gets 1 - w)
     rrf_k: float  # default 60
     title_boost: float  # BM25 weight of the title field relative to body

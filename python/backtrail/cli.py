@@ -1,21 +1,78 @@
 """The ``backtrail`` command: one group, thin commands that call the service and print.
 
 Commands live in a few modules by subject and are registered here:
-``cli_data`` (search, stats, import, export, forget, reindex, config, facts, events,
-doctor), ``cli_mcp`` (mcp, claude-config) and ``cli_host`` (install, uninstall).
+``cli_data`` (search, stats, import, export, forget, index, reindex, config, facts,
+events, doctor), ``cli_mcp`` (mcp, claude-config) and ``cli_host`` (install, uninstall).
+
+This module owns the global options (``--data-dir``, ``-v``), logging, and turning
+errors into one line on standard error with a documented exit code (see
+:data:`backtrail.cli_common.EXIT_CODES`); tracebacks are printed only with ``-v``.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
 import click
 
 from backtrail import cli_data, cli_host, cli_mcp
+from backtrail.cli_common import (
+    EXIT_CODES,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    App,
+    error_line,
+    exit_code_for,
+)
+from backtrail.store import HOME_ENV
+
+_EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
+_LOG_FORMAT = "backtrail: %(levelname)s: %(message)s"
+_verbosity = 0
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=_EPILOG,
+)
 @click.version_option(package_name="backtrail")
-def cli() -> None:
-    """Backtrail: a local-first memory of what you read, shared with your AI assistants."""
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Data directory to use (default: $BACKTRAIL_HOME, else the per-user data directory).",
+)
+@click.option(
+    "-v", "--verbose", count=True, help="More logging on stderr (-vv: debug); show tracebacks."
+)
+@click.pass_context
+def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
+    """Backtrail: a local-first memory of what you read, shared with your AI assistants.
+
+    \b
+    First steps:
+      backtrail install                            register the browser extension's host
+      backtrail import history --browser chrome    bring in the history you already have
+      backtrail search "sqlite write-ahead log"    find what you read
+      backtrail doctor                             check that everything is in place
+
+    Run `backtrail COMMAND -h` for a command's options and examples.
+    """
+    global _verbosity
+    _verbosity = verbose
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format=_LOG_FORMAT, stream=sys.stderr, force=True)
+    if data_dir is not None:
+        # Every command module (and every process a command starts) then uses it.
+        os.environ[HOME_ENV] = str(data_dir.expanduser().absolute())
+    app = App(data_dir=data_dir, verbose=verbose)
+    ctx.obj = app
+    ctx.call_on_close(app.close)
 
 
 for module in (cli_data, cli_mcp, cli_host):
@@ -23,6 +80,34 @@ for module in (cli_data, cli_mcp, cli_host):
         cli.add_command(command)
 
 
-def main() -> None:
-    """Console-script entry point."""
-    cli()
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point: run the command, map errors to exit codes."""
+    try:
+        result = cli.main(args=argv, prog_name="backtrail", standalone_mode=False)
+    except click.exceptions.Abort as abort:
+        if isinstance(abort.__cause__, KeyboardInterrupt):
+            click.echo("Error: interrupted; run the same command again to resume", err=True)
+            return EXIT_INTERRUPTED
+        click.echo("Aborted.", err=True)
+        return EXIT_FAILURE
+    except BrokenPipeError:  # e.g. `backtrail events | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more gets written
+        return 0
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except KeyboardInterrupt:  # outside Click's own handling (during start-up)
+        click.echo("Error: interrupted; run the same command again to resume", err=True)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # every other error: one line, no traceback unless -v
+        if _verbosity:
+            traceback.print_exc()
+        click.echo(f"Error: {error_line(error)}", err=True)
+        return exit_code_for(error)
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

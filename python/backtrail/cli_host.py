@@ -1,7 +1,111 @@
-"""Commands of the ``backtrail`` CLI (registered by backtrail.cli)."""
+"""``backtrail install`` and ``backtrail uninstall``: register the native-messaging host
+with the browsers (registered by backtrail.cli). The work is in :mod:`backtrail.install`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-COMMANDS: list[click.Command] = []
+from backtrail import install as installer
+
+BROWSER_CHOICES = [*installer.BROWSERS, "all"]
+
+
+def _extension_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        installer.origin_for(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    return value
+
+
+def _fail(error: OSError, system: bool) -> click.ClickException:
+    if isinstance(error, PermissionError) and system:
+        return click.ClickException(
+            f"{error.filename or 'a system directory'} is not writable; system-wide "
+            "registration needs administrator rights (e.g. `sudo backtrail install --system`)"
+        )
+    where = error.filename or "a file"
+    return click.ClickException(f"could not write {where}: {error.strerror or error}")
+
+
+@click.command("install")
+@click.option("--browser", type=click.Choice(BROWSER_CHOICES), default="all", show_default=True,
+              help="Browser to register with; 'all' registers every one found on this machine.")
+@click.option("--extension-id", default=installer.EXTENSION_ID, show_default=True,
+              callback=_extension_id,
+              help="ID of the Backtrail extension allowed to start the host (the published "
+                   "extension's ID is pinned; change it only for a re-keyed build).")
+@click.option("--user-data-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Register for a browser started with --user-data-dir=DIR (it then looks "
+                   "only in DIR/NativeMessagingHosts).")
+@click.option("--system", is_flag=True,
+              help="Register for every user of this machine (needs administrator rights).")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Data directory the host uses (default: $BACKTRAIL_HOME, else the "
+                   "per-user data directory).")  # fmt: skip
+def install_command(
+    browser: str, extension_id: str, user_data_dir: Path | None, system: bool,
+    data_dir: Path | None,
+) -> None:  # fmt: skip
+    """Register the native-messaging host so the browser extension can reach Backtrail.
+
+    Writes a launcher that runs this Python installation's host, and a host manifest
+    (com.backtrail.host.json) where each browser looks for it; on Windows, registry
+    keys point to the manifest. No network port is opened.
+
+    \b
+    Examples:
+      backtrail install                       # every browser found, for you
+      backtrail install --browser brave
+      backtrail install --user-data-dir ~/chromium-test-profile
+      sudo backtrail install --system --browser chromium
+      backtrail install --data-dir ~/notes/backtrail
+    """
+    try:
+        report = installer.install(
+            browser, extension_id=extension_id, user_data_dir=user_data_dir, system=system,
+            data_dir=data_dir,
+        )  # fmt: skip
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    except OSError as error:
+        raise _fail(error, system) from None
+    click.echo(f"Launcher: {report.launcher}")
+    for target in report.written:
+        click.echo(f"Registered for {target.describe()}")
+    for name in report.skipped:
+        click.echo(f"Skipped {installer.BROWSER_NAMES[name]}: not found on this machine "
+                   f"(use --browser {name} to register anyway)")  # fmt: skip
+    click.echo("Reload the extension (or restart the browser), then check with `backtrail doctor`.")
+
+
+@click.command("uninstall")
+@click.option("--browser", type=click.Choice(BROWSER_CHOICES), default="all", show_default=True,
+              help="Browser to unregister.")
+@click.option("--user-data-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Unregister from a browser profile directory given to `install`.")
+@click.option("--system", is_flag=True,
+              help="Remove the system-wide registration (needs administrator rights).")  # fmt: skip
+def uninstall_command(browser: str, user_data_dir: Path | None, system: bool) -> None:
+    """Remove what `backtrail install` wrote: host manifests, registry keys and, once
+    nothing uses it, the launcher. Your data is not touched.
+
+    \b
+    Examples:
+      backtrail uninstall
+      backtrail uninstall --browser edge
+      backtrail uninstall --user-data-dir ~/chromium-test-profile
+    """
+    try:
+        removed = installer.uninstall(browser, user_data_dir=user_data_dir, system=system)
+    except OSError as error:
+        raise _fail(error, system) from None
+    for item in removed:
+        click.echo(f"Removed {item}")
+    if not removed:
+        click.echo("Nothing to remove: the host was not registered there.")
+
+
+COMMANDS: list[click.Command] = [install_command, uninstall_command]

@@ -1,7 +1,261 @@
-"""Commands of the ``backtrail`` CLI (registered by backtrail.cli)."""
+"""The ``backtrail mcp`` and ``backtrail claude-config`` commands (registered by
+backtrail.cli). Thin: they gather settings from flags and the environment and call
+:mod:`backtrail.mcp_server`. Imports stay light here, because every ``backtrail``
+command imports this module and MCP hosts time the server's start."""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
 import click
 
-COMMANDS: list[click.Command] = []
+from backtrail.mcp_server.settings import McpSettings, config_overrides
+
+if TYPE_CHECKING:
+    from backtrail.config import Config
+
+__all__ = ["COMMANDS", "mcp_command", "claude_config_command", "main_from_env"]
+
+_FORMAT = "backtrail %(levelname)s %(name)s: %(message)s"
+
+
+def _configure_logging() -> None:
+    """Logs go to stderr (stdout is the protocol in stdio mode)."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=_FORMAT)
+    logging.getLogger("backtrail.mcp_server").setLevel(logging.INFO)
+
+
+def _config_loader(data_dir: Path | None, lean: bool) -> Callable[[], Config]:
+    def load() -> Config:
+        from backtrail.config import Config
+
+        overrides = config_overrides()
+        if lean:
+            overrides["embeddings"] = False
+        return Config.load(data_dir, overrides=overrides)
+
+    return load
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"backtrail mcp: {message}", err=True)
+    sys.exit(2)
+
+
+@click.command("mcp")
+@click.option(
+    "--http",
+    "use_http",
+    is_flag=True,
+    default=False,
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (also: "
+    "MCP_TRANSPORT=http). Needs MCP_AUTH_TOKEN or --token-file.",
+)
+@click.option(
+    "--host",
+    default=None,
+    metavar="ADDRESS",
+    help="Address --http listens on; default 127.0.0.1 (MCP_HTTP_HOST). Other "
+    "addresses also need --allowed-host. Example: --host 0.0.0.0",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Port for --http; default 8765 (MCP_HTTP_PORT); 0 picks a free one and "
+    "logs it. Example: --port 9000",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="JSON file of tokens, each with a client_id and a scope (read or write): "
+    "the server assigns identities (BACKTRAIL_MCP_TOKEN_FILE). Example: "
+    "--token-file ~/.config/backtrail/tokens.json",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST[:PORT]",
+    help="Also accept this Host header (repeatable; MCP_ALLOWED_HOSTS is a comma "
+    "list). Localhost names are always accepted. Example: --allowed-host mybox.lan:8765",
+)
+@click.option(
+    "--client-id",
+    default=None,
+    help="Attribute this server's writes and reads to this client (MCP_CLIENT_ID); "
+    "default: the name the MCP client sends. Example: --client-id cursor",
+)
+@click.option(
+    "--preload-model",
+    is_flag=True,
+    default=False,
+    help="Load the embedding model right after start, not on the first search "
+    "(MCP_PRELOAD_MODEL=1).",
+)
+@click.option(
+    "--lean",
+    is_flag=True,
+    default=False,
+    help="Lean mode: embeddings off, keyword search only, no model in memory (MCP_EMBEDDINGS=off).",
+)
+@click.option(
+    "--log-calls",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append a JSON line per tool call (client, tool, arguments, outcome, "
+    "time; no secrets) to this file (MCP_DEBUG_LOG). Example: --log-calls "
+    "/tmp/backtrail-calls.jsonl",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Data directory to serve (default: $BACKTRAIL_HOME or the per-user one).",
+)
+def mcp_command(
+    use_http: bool, host: str | None, port: int | None, token_file: Path | None,
+    allowed_hosts: tuple[str, ...], client_id: str | None, preload_model: bool, lean: bool,
+    log_calls: Path | None, data_dir: Path | None,
+) -> None:  # fmt: skip
+    """Serve your Backtrail memory to AI assistants over MCP.
+
+    Without options it speaks stdio, which is what Claude Desktop and Cursor launch
+    (any number of these servers may share one data directory). With --http one
+    long-running server takes any number of clients; it refuses to start without a
+    bearer token (exit status 2).
+
+    \b
+    Examples:
+      backtrail mcp
+      backtrail mcp --lean --client-id cursor
+      MCP_AUTH_TOKEN=$(cat ~/.backtrail/token) backtrail mcp --http --port 8765
+      backtrail mcp --http --token-file tokens.json --allowed-host mybox.lan:8765
+    """
+    _configure_logging()
+    try:
+        settings = McpSettings.from_env(
+            transport="http" if use_http else None, host=host, port=port, token_file=token_file,
+            allowed_hosts=allowed_hosts, client_id=client_id,
+            preload_model=True if preload_model else None, call_log=log_calls,
+        )  # fmt: skip
+    except ValueError as error:
+        _fail(str(error))
+    _serve(settings, _config_loader(data_dir, lean))
+
+
+def _serve(settings: McpSettings, load: Callable[[], Config]) -> None:
+    from backtrail.errors import BacktrailError
+    from backtrail.mcp_server import serve_settings
+    from backtrail.mcp_server.http import AuthSetupError, load_tokens
+
+    try:
+        if settings.transport == "http":
+            load_tokens(settings, "check")  # fail closed, before anything is opened
+        serve_settings(load, settings)
+    except (AuthSetupError, ValueError) as error:
+        _fail(str(error))
+    except BacktrailError as error:
+        _fail(error.message)
+    except KeyboardInterrupt:
+        pass
+
+
+def main_from_env() -> None:
+    """``python -m backtrail.mcp_server``: like ``backtrail mcp``, with every setting
+    from the environment (``MCP_TRANSPORT=http`` serves HTTP)."""
+    _configure_logging()
+    try:
+        settings = McpSettings.from_env()
+    except ValueError as error:
+        _fail(str(error))
+    _serve(settings, _config_loader(None, False))
+
+
+@click.command("claude-config")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Merge the entry into the configuration file (keeping everything else, "
+    "with a .bak copy) instead of printing it.",
+)
+@click.option(
+    "--cursor",
+    "for_cursor",
+    is_flag=True,
+    help="Cursor's ~/.cursor/mcp.json instead of Claude Desktop's file.",
+)
+@click.option(
+    "--config-path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The configuration file to write (default: the client's usual place). "
+    "Example: --config-path ./.cursor/mcp.json",
+)
+@click.option(
+    "--name",
+    default="backtrail",
+    show_default=True,
+    help="Name of the server entry under mcpServers. Example: --name memory",
+)
+@click.option(
+    "--client-id",
+    default=None,
+    help="MCP_CLIENT_ID the client is attributed as (default: claude-desktop, or "
+    "cursor with --cursor). Example: --client-id claude-work",
+)
+@click.option("--lean", is_flag=True, help="Configure lean mode (MCP_EMBEDDINGS=off).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Data directory the client should use (default: this one).",
+)
+def claude_config_command(
+    write: bool, for_cursor: bool, config_path: Path | None, name: str, client_id: str | None,
+    lean: bool, data_dir: Path | None,
+) -> None:  # fmt: skip
+    """Print (or merge) the MCP client entry that launches `backtrail mcp`.
+
+    \b
+    Examples:
+      backtrail claude-config                 # print the Claude Desktop entry
+      backtrail claude-config --write         # add it to claude_desktop_config.json
+      backtrail claude-config --cursor --write
+      backtrail claude-config --config-path ./.cursor/mcp.json --write --client-id cursor
+    """
+    from backtrail.mcp_server import claude_config
+    from backtrail.store import data_dir as resolve_data_dir
+
+    home = resolve_data_dir(data_dir or os.environ.get("BACKTRAIL_HOME") or None, create=False)
+    client = client_id or ("cursor" if for_cursor else "claude-desktop")
+    entry = claude_config.server_entry(data_dir=home, client_id=client, lean=lean)
+    if not write:
+        click.echo(json.dumps(claude_config.config_document(entry, name), indent=2))
+        return
+    if config_path is not None:
+        path = config_path
+    elif for_cursor:
+        path = claude_config.cursor_config_path()
+    else:
+        path = claude_config.claude_config_path()
+    try:
+        result = claude_config.merge_entry(path, entry, name)
+    except (claude_config.ConfigFileError, OSError) as error:
+        click.echo(f"backtrail claude-config: {error}", err=True)
+        sys.exit(1)
+    action = "replaced" if result.replaced else "added"
+    backup = f" (previous file saved as {result.backup})" if result.backup else ""
+    app = "Cursor" if for_cursor else "Claude Desktop"
+    click.echo(f"{action} mcpServers.{name} in {result.path}{backup}.")
+    click.echo(f"Restart {app} (quit it fully) so it starts backtrail.")
+
+
+COMMANDS: list[click.Command] = [mcp_command, claude_config_command]

@@ -92,6 +92,12 @@ class Config:
         "refused with LimitExceeded instead of being cut.",
         minimum=1,
     )
+    defer_extraction: bool = _setting(
+        True,
+        "Acknowledge HTML captures once their raw HTML is stored, and extract the main "
+        "text in the background indexing pass (keeps the browser's acknowledgements fast; "
+        "off: extract before acknowledging).",
+    )
     max_fact_key_chars: int = _setting(256, "Longest fact key (characters).", minimum=1)
     max_fact_value_chars: int = _setting(16_384, "Longest fact value (characters).", minimum=1)
     max_note_chars: int = _setting(100_000, "Longest note (characters).", minimum=1)

@@ -125,6 +125,12 @@ def extract_main_text(
         return Extracted(None, "", None, "none")
 
 
+def decode_html(data: bytes) -> str:
+    """HTML bytes as text, by the charset the document declares (UTF-8 otherwise),
+    undecodable bytes replaced."""
+    return _sanitize(_decode(data))
+
+
 def clean_text(text: str) -> str:
     """Normalise extracted text: no control characters or lone surrogates, runs of
     spaces collapsed, lines trimmed, at most one blank line in a row."""

@@ -70,6 +70,7 @@ from typing import Any, NamedTuple, Protocol, cast
 from backtrail import _core
 from backtrail.config import Config
 from backtrail.errors import BacktrailError, StoreError
+from backtrail.extract import extract_main_text
 from backtrail.store import Bookmark, Change, Fact, Highlight, Ledger, Note, Page
 
 __all__ = [
@@ -564,6 +565,7 @@ else:
 # ---------------------------------------------------------------------- indexer
 
 _FETCH_CHUNK = 50
+_EXTRACT_BATCH = 20
 _SCAN_BATCH = {"page": 50}
 _SCAN_BATCH_DEFAULT = 500
 _VECTOR_CHANGES = 1_000
@@ -748,7 +750,25 @@ class Indexer:
 
     # -------------------------------------------------------- text phase
 
+    def _extract_pending(self) -> int:
+        """Turns queued HTML captures into page versions (main text by trafilatura), so
+        their text joins this pass. Returns how many were processed."""
+        done = 0
+        while batch := self._ledger.pending_captures(_EXTRACT_BATCH):
+            for raw in batch:
+                try:
+                    found = extract_main_text(raw.html, raw.url)
+                    self._ledger.complete_capture(
+                        raw, text=found.text, title=found.title, language=found.language
+                    )
+                except BacktrailError:
+                    logger.warning("dropping a queued capture that cannot be stored", exc_info=True)
+                    self._ledger.drop_capture(raw.id)
+                done += 1
+        return done
+
     def _text_pass(self, progress: Progress | None) -> None:
+        self._extract_pending()
         mark = self._mark()
         if mark.text_scan is not None:
             mark = self._text_scan(mark, progress)

@@ -52,7 +52,7 @@ from backtrail.errors import (
     LimitExceeded,
     Paused,
 )
-from backtrail.extract import extract_main_text
+from backtrail.extract import decode_html, extract_main_text
 from backtrail.indexer import (
     EntityReader,
     Indexer,
@@ -138,7 +138,9 @@ class VisitInfo:
 
 @dataclass(frozen=True)
 class CaptureReceipt:
-    """What :meth:`Memory.capture_page` stored (durably, before it returned)."""
+    """What :meth:`Memory.capture_page` stored (durably, before it returned). An HTML
+    capture whose extraction was deferred has ``outcome`` ``"queued"``, ``version`` 0
+    and ``text_chars`` 0: its text becomes a version in the next indexing pass."""
 
     page_id: int
     url: str
@@ -394,6 +396,8 @@ class Memory:
         ledger commit is durable; indexing follows."""
         self._check_capture(url)
         info = _visit_info(visit)
+        if html is not None and text is None and self.config.defer_extraction:
+            return self._queue_capture(url, html, title, language, captured_at, info)
         body, found_title, found_language = self._main_text(url, html, text)
         with self._ledger.transaction():
             result = self._ledger.capture_page(
@@ -411,6 +415,37 @@ class Memory:
             page_id=page.id, url=page.url, canonical_url=page.canonical_url, title=page.title,
             outcome=result.outcome, version=version.version, text_chars=len(version.text or ""),
             truncated=version.truncated, visit_id=visit_id,
+        )  # fmt: skip
+
+    def _queue_capture(
+        self,
+        url: str,
+        html: str | bytes,
+        title: str | None,
+        language: str | None,
+        captured_at: int | None,
+        info: VisitInfo | None,
+    ) -> CaptureReceipt:
+        limit = self.config.max_capture_bytes
+        if isinstance(html, bytes):
+            if len(html) > limit:
+                raise LimitExceeded("html", limit, len(html), "bytes")
+            html = decode_html(html)
+        elif isinstance(html, str):
+            _utf8_size(html, "html", limit)
+        else:
+            raise InvalidInput("html", f"must be a string, got {type(html).__name__}")
+        with self._ledger.transaction():
+            page, _ = self._ledger.queue_capture(
+                url, html=html, title=title, language=language, captured_at=captured_at
+            )
+            visit_id = None
+            if info is not None:
+                visit_id = self._record(url, info, page.title, captured_at).visit.id
+        self._wrote()
+        return CaptureReceipt(
+            page_id=page.id, url=page.url, canonical_url=page.canonical_url, title=page.title,
+            outcome="queued", version=0, text_chars=0, truncated=False, visit_id=visit_id,
         )  # fmt: skip
 
     def _record(

@@ -204,11 +204,13 @@ impl PyIndex {
     }
 
     fn touch(&self, updates: Vec<(u64, i64, u64)>) -> PyResult<()> {
-        let ops = updates.into_iter().map(|(parent, last_seen, visits)| Op::Touch {
-            parent,
-            last_seen,
-            visits,
-        });
+        let ops = updates
+            .into_iter()
+            .map(|(parent, last_seen, visits)| Op::Touch {
+                parent,
+                last_seen,
+                visits,
+            });
         self.inner.stage(ops).map_err(to_py)
     }
 
@@ -468,9 +470,10 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
                 o.rank.fusion = match value.extract::<String>().map_err(bad)?.as_str() {
                     "convex" => Fusion::Convex,
                     "rrf" => Fusion::Rrf,
+                    "zscore" => Fusion::Zscore,
                     other => {
                         return Err(invalid(format!(
-                            "fusion must be \"convex\" or \"rrf\", not {other:?}"
+                            "fusion must be \"convex\", \"zscore\" or \"rrf\", not {other:?}"
                         )))
                     }
                 }

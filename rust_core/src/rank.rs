@@ -16,6 +16,9 @@ pub enum Fusion {
     Convex,
     /// `w / (k + bm25_rank) + (1 - w) / (k + vector_rank)`.
     Rrf,
+    /// `w * z(bm25) + (1 - w) * z(similarity)`, z-scores over the candidate pool, rescaled
+    /// to [0, 1] so recency and visit multipliers keep their meaning.
+    Zscore,
 }
 
 /// Weights of the ranking; every one is a parameter with a tested default.
@@ -127,8 +130,13 @@ pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64) {
         (true, false) => 1.0,
         (false, _) => 0.0,
     };
-    for c in cands.iter_mut() {
+    let zs = (opts.fusion == Fusion::Zscore).then(|| zscores(cands, lo));
+    for (i, c) in cands.iter_mut().enumerate() {
         c.fusion = match opts.fusion {
+            Fusion::Zscore => {
+                let (zb, zv) = zs.as_ref().map_or((0.0, 0.0), |z| z[i]);
+                w * zb + (1.0 - w) * zv
+            }
             Fusion::Convex => {
                 let b = c
                     .bm25
@@ -144,11 +152,54 @@ pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64) {
                 w * b + (1.0 - w) * v
             }
         };
+    }
+    if opts.fusion == Fusion::Zscore {
+        rescale_fusion(cands);
+    }
+    for c in cands.iter_mut() {
         c.decay = decay(now - c.last_seen, opts);
         c.visit_boost = visit_boost(c.visits, opts);
         c.score = c.fusion * c.decay * c.visit_boost;
     }
     cands.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+}
+
+/// Per-candidate z-scores of BM25 (0 when absent) and similarity (`lowest` when absent).
+fn zscores(cands: &[Candidate], lowest: f32) -> Vec<(f32, f32)> {
+    let b: Vec<f32> = cands.iter().map(|c| c.bm25.map_or(0.0, |x| x.1)).collect();
+    let lowest = if lowest.is_finite() { lowest } else { 0.0 };
+    let v: Vec<f32> = cands
+        .iter()
+        .map(|c| c.similarity.unwrap_or(lowest))
+        .collect();
+    let (zb, zv) = (standardise(&b), standardise(&v));
+    zb.into_iter().zip(zv).collect()
+}
+
+fn standardise(x: &[f32]) -> Vec<f32> {
+    let n = x.len().max(1) as f32;
+    let mean = x.iter().sum::<f32>() / n;
+    let sd = (x.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / n).sqrt();
+    if sd <= f32::EPSILON {
+        return vec![0.0; x.len()];
+    }
+    x.iter().map(|v| (v - mean) / sd).collect()
+}
+
+/// Maps fusion scores linearly onto [0, 1] (the best candidate gets 1).
+fn rescale_fusion(cands: &mut [Candidate]) {
+    let (lo, hi) = cands
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| {
+            (lo.min(c.fusion), hi.max(c.fusion))
+        });
+    for c in cands.iter_mut() {
+        c.fusion = if hi > lo {
+            (c.fusion - lo) / (hi - lo)
+        } else {
+            1.0
+        };
+    }
 }
 
 /// Picks the best `k` hits from candidates sorted best first: with `group`, one hit per
@@ -223,6 +274,24 @@ mod tests {
         score(&mut c, &RankOptions::default(), 0);
         assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), [2, 1, 3, 4]);
         assert!((c[0].fusion - (0.5 * 0.8 + 0.5 * 0.875)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn zscore_fusion_is_scaled_to_unit_range_and_rewards_both_signals() {
+        let mut c = vec![
+            cand(1, 1, Some(10.0), Some(0.3)),
+            cand(2, 2, Some(9.0), Some(0.8)),
+            cand(3, 3, None, Some(0.5)),
+            cand(4, 4, Some(1.0), Some(0.1)),
+        ];
+        let o = RankOptions {
+            fusion: Fusion::Zscore,
+            ..RankOptions::default()
+        };
+        score(&mut c, &o, 0);
+        assert_eq!(c[0].id, 2);
+        assert_eq!(c[0].fusion, 1.0);
+        assert_eq!(c.last().unwrap().fusion, 0.0);
     }
 
     #[test]

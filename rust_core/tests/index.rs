@@ -487,7 +487,11 @@ fn touch_updates_stats_of_all_passages_and_keeps_vectors() {
     index.stage(ops).unwrap();
     index.commit(None).unwrap();
     index
-        .stage([Op::Touch { parent: 10, last_seen: 1_800_000_000, visits: 9 }])
+        .stage([Op::Touch {
+            parent: 10,
+            last_seen: 1_800_000_000,
+            visits: 9,
+        }])
         .unwrap();
     index.commit(None).unwrap();
     for id in [11, 12] {
@@ -499,7 +503,14 @@ fn touch_updates_stats_of_all_passages_and_keeps_vectors() {
     assert_eq!(index.stats().unwrap().documents, 2);
     // A delete later in the same batch wins over the touch.
     index
-        .stage([Op::Touch { parent: 10, last_seen: 1_900_000_000, visits: 10 }, Op::DeleteParents(vec![10])])
+        .stage([
+            Op::Touch {
+                parent: 10,
+                last_seen: 1_900_000_000,
+                visits: 10,
+            },
+            Op::DeleteParents(vec![10]),
+        ])
         .unwrap();
     index.commit(None).unwrap();
     assert_eq!(index.stats().unwrap().documents, 0);

@@ -25,6 +25,7 @@ from backtrail.store.models import (
     Note,
     Page,
     PageVersion,
+    RawCapture,
     Stats,
     SyncResult,
     Tab,
@@ -38,6 +39,7 @@ from backtrail.store.schema import SCHEMA_VERSION
 from backtrail.store.tabs import UNSET
 
 __all__ = [
+    "RawCapture",
     "APP_NAME",
     "HOME_ENV",
     "LEDGER_FILENAME",

@@ -14,6 +14,9 @@ except facts with ``everything=True, include_facts=True``):
   Bookmarks and open tabs mirror the browser's current state and are left alone.
 - ``everything``: every page, version, visit, highlight, note, bookmark and tab.
 
+Raw HTML of captures still waiting for extraction goes with its page; a time range also
+removes the queued captures taken in it.
+
 The deletion is recorded as one ``forget`` event whose details hold only counts (and,
 for a time range, the range) — never the URL, domain, titles or text. Removed indexable
 records get ``delete`` entries in the change feed. SQLite runs with ``secure_delete`` so
@@ -174,6 +177,17 @@ class ForgetMixin(LedgerCore):
         counts["page_versions"] = conn.execute(
             "DELETE FROM page_versions WHERE captured_at < ? AND updated_at >= ?", (end, start)
         ).rowcount
+        affected.update(
+            self._ids(
+                conn,
+                "SELECT DISTINCT page_id FROM raw_captures WHERE captured_at >= ? "
+                "AND captured_at < ?",
+                [start, end],
+            )
+        )
+        counts["raw_captures"] = conn.execute(
+            "DELETE FROM raw_captures WHERE captured_at >= ? AND captured_at < ?", (start, end)
+        ).rowcount
         emptied: list[int] = []
         updated = 0
         for page_id in sorted(affected):
@@ -205,7 +219,10 @@ class ForgetMixin(LedgerCore):
             "MAX(updated_at) AS last FROM page_versions WHERE page_id = ?",
             (page_id,),
         ).fetchone()
-        if visits["n"] == 0 and versions["n"] == 0:
+        queued = conn.execute(
+            "SELECT COUNT(*) FROM raw_captures WHERE page_id = ?", (page_id,)
+        ).fetchone()[0]
+        if visits["n"] == 0 and versions["n"] == 0 and queued == 0:
             return False
         current = conn.execute(
             "SELECT title, language FROM page_versions WHERE page_id = ? AND version = ?",
@@ -213,6 +230,12 @@ class ForgetMixin(LedgerCore):
         ).fetchone()
         firsts = [value for value in (visits["first"], versions["first"]) if value is not None]
         lasts = [value for value in (visits["last"], versions["last"]) if value is not None]
+        if not firsts:  # only a queued capture is left
+            row = conn.execute(
+                "SELECT MIN(captured_at), MAX(captured_at) FROM raw_captures WHERE page_id = ?",
+                (page_id,),
+            ).fetchone()
+            firsts, lasts = [row[0]], [row[1]]
         conn.execute(
             "UPDATE pages SET visit_count = ?, first_seen = ?, last_seen = ?, dwell_ms = ?, "
             "current_version = ?, last_captured_at = ?, title = ?, language = ? WHERE id = ?",

@@ -132,6 +132,20 @@ class CaptureResult:
 
 
 @dataclass(frozen=True)
+class RawCapture:
+    """A capture whose HTML is stored but whose main text is not extracted yet."""
+
+    id: int
+    page_id: int
+    url: str
+    html: str
+    title: str | None
+    language: str | None
+    captured_at: int
+    attempts: int
+
+
+@dataclass(frozen=True)
 class Visit:
     id: int
     page_id: int

@@ -9,6 +9,7 @@ visited or captured. Captured text is kept in versions (see
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from backtrail.store.models import (
     ImportResult,
     Page,
     PageVersion,
+    RawCapture,
     Visit,
     VisitInput,
     VisitResult,
@@ -191,6 +193,93 @@ class PagesMixin(LedgerCore):
                 (page_id, version),
             ).fetchone()
         return CaptureResult(_page(row), _version(version_row, with_text=True), outcome)
+
+    # ------------------------------------------------------ deferred extraction
+
+    def queue_capture(
+        self,
+        url: str,
+        *,
+        html: str,
+        title: str | None = None,
+        language: str | None = None,
+        captured_at: int | None = None,
+    ) -> tuple[Page, int]:
+        """Store a page's raw HTML for main-text extraction later; returns the page
+        (created title-only if new) and the queued capture's id. Extraction takes tens
+        of milliseconds per page, so acknowledging a capture only needs this durable
+        row; :meth:`complete_capture` turns it into a version."""
+        limits = self._limits
+        original, canonical, domain = checks.web_url(url)
+        if not isinstance(html, str):
+            raise InvalidInput("html", f"must be a string, got {type(html).__name__}")
+        blob = zlib.compress(checks.web_text(html, "html").encode("utf-8"), 3)
+        clean_title = checks.title(title, "title", limits.max_title_chars)
+        clean_language = checks.language(language)
+        at = self._now() if captured_at is None else checks.timestamp(captured_at, "captured_at")
+        with self._write() as conn:
+            page_id, created = self._ensure_page(conn, original, canonical, domain, at)
+            conn.execute(
+                "UPDATE pages SET title = COALESCE(title, ?), first_seen = MIN(first_seen, ?), "
+                "last_seen = MAX(last_seen, ?) WHERE id = ?",
+                (clean_title, at, at, page_id),
+            )
+            cursor = conn.execute(
+                "INSERT INTO raw_captures (page_id, url, html, title, language, captured_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (page_id, original, blob, clean_title, clean_language, at),
+            )
+            raw_id = int(cursor.lastrowid or 0)
+            if created:
+                self._change(conn, "page", page_id, "upsert", "content")
+            self._event(conn, "page.capture_queued", "page", page_id, {"bytes": len(blob)})
+            row = conn.execute(
+                f"SELECT {_PAGE_COLUMNS} FROM pages WHERE id = ?", (page_id,)
+            ).fetchone()
+        return _page(row), raw_id
+
+    def pending_captures(self, limit: int = 20) -> list[RawCapture]:
+        """Queued captures, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT * FROM raw_captures ORDER BY id LIMIT ?", (int(limit),)
+            ).fetchall()
+        return [
+            RawCapture(
+                id=r["id"], page_id=r["page_id"], url=r["url"],
+                html=zlib.decompress(r["html"]).decode("utf-8"), title=r["title"],
+                language=r["language"], captured_at=r["captured_at"], attempts=r["attempts"],
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    def count_pending_captures(self) -> int:
+        """How many captures wait for extraction."""
+        with self._read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM raw_captures").fetchone()[0])
+
+    def complete_capture(
+        self, raw: RawCapture, *, text: str, title: str | None, language: str | None
+    ) -> CaptureResult | None:
+        """Store the extracted text of a queued capture as :meth:`capture_page` does and
+        drop the raw HTML, in one transaction. None when the queued row is gone (forgotten,
+        or completed by another process) or the text is empty."""
+        with self.transaction():
+            with self._write() as conn:
+                gone = conn.execute(
+                    "DELETE FROM raw_captures WHERE id = ?", (raw.id,)
+                ).rowcount == 0
+            if gone or not text.strip():
+                return None
+            return self.capture_page(
+                raw.url, text=text, title=raw.title or title,
+                language=raw.language or language, captured_at=raw.captured_at,
+            )  # fmt: skip
+
+    def drop_capture(self, raw_id: int) -> None:
+        """Give up on a queued capture (e.g. its HTML cannot be parsed)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM raw_captures WHERE id = ?", (raw_id,))
 
     def _ensure_page(
         self, conn: sqlite3.Connection, url: str, canonical: str, domain: str, at: int

@@ -190,6 +190,24 @@ UPDATE pages SET dwell_ms =
     (SELECT COALESCE(SUM(dwell_ms), 0) FROM visits WHERE visits.page_id = pages.id);
 """
 
+# Raw HTML of captures waiting for main-text extraction (zlib-compressed UTF-8). A
+# capture is acknowledged once this row is durable; a background pass extracts the text
+# and deletes the row. Rows go with their page (forget by url/domain/everything).
+_SCHEMA_V3 = """
+CREATE TABLE raw_captures (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    page_id     INTEGER NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
+    url         TEXT    NOT NULL,
+    html        BLOB    NOT NULL,
+    title       TEXT,
+    language    TEXT,
+    captured_at INTEGER NOT NULL,
+    attempts    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX raw_captures_page ON raw_captures (page_id);
+CREATE INDEX raw_captures_captured ON raw_captures (captured_at);
+"""
+
 _BACKFILL_V2 = (
     ("page", "pages", ""),
     ("highlight", "highlights", ""),
@@ -226,7 +244,11 @@ def _migrate_2(conn: sqlite3.Connection, now: int) -> None:
         )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [_migrate_1, _migrate_2]
+def _migrate_3(conn: sqlite3.Connection, now: int) -> None:
+    run_script(conn, _SCHEMA_V3)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [_migrate_1, _migrate_2, _migrate_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -146,7 +146,12 @@ impl Index {
         let mut forget_existing = false;
         let f = &self.fields;
         for op in ops {
-            if let Op::Touch { parent, last_seen, visits } = op {
+            if let Op::Touch {
+                parent,
+                last_seen,
+                visits,
+            } = op
+            {
                 touch(&searcher, f, &mut writer, *parent, *last_seen, *visits)?;
             }
         }
@@ -396,14 +401,17 @@ fn touch(
 ) -> Result<()> {
     let term = Term::from_field_u64(f.parent, parent);
     for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-        let postings = reader.inverted_index(f.parent)?.read_postings(&term, IndexRecordOption::Basic);
+        let postings = reader
+            .inverted_index(f.parent)?
+            .read_postings(&term, IndexRecordOption::Basic);
         let Some(mut postings) = postings.map_err(|e| CoreError::Tantivy(e.into()))? else {
             continue;
         };
         let mut doc = postings.doc();
         while doc != TERMINATED {
             if !reader.is_deleted(doc) {
-                let stored: TantivyDocument = searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
+                let stored: TantivyDocument =
+                    searcher.doc(tantivy::DocAddress::new(ord as u32, doc))?;
                 let mut s = f.from_tantivy(&stored);
                 s.doc.last_seen = last_seen.max(s.doc.first_seen);
                 s.doc.visits = visits;

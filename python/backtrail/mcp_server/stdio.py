@@ -1,0 +1,150 @@
+"""The stdio transport, started fast.
+
+MCP hosts (Claude Desktop, Cursor) spawn one server per conversation window and wait
+for the answer to ``initialize`` before anything else. Importing the MCP SDK alone
+takes about a second, so this runner:
+
+1. takes over the standard streams first: the protocol gets private duplicates of
+   file descriptors 0 and 1, fd 1 is pointed at stderr and fd 0 at the null device, so
+   no stray ``print`` from any library can corrupt the protocol stream;
+2. starts building the real server (SDK import, tools, opening the memory) on a
+   background thread;
+3. reads the first message and, when it is a well-formed ``initialize`` (or
+   ``server/discover``), answers it at once from :mod:`identity` with exactly the
+   result the SDK would give;
+4. hands the stream to the SDK once it is ready, replaying that first message: the
+   SDK takes the same handshake into its own state, and its duplicate answer is
+   dropped on the way out.
+
+Anything unusual in the first message (malformed, another method, an unknown
+protocol version) is left entirely to the SDK. ``BACKTRAIL_MCP_FAST_START=0`` turns the
+early answer off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, BinaryIO
+
+from backtrail.mcp_server import identity
+
+__all__ = ["serve_stdio", "StdioRunner"]
+
+logger = logging.getLogger(__name__)
+
+StdioRunner = Callable[[Any, Any], Awaitable[None]]
+"""``await runner(stdin, stdout)``: serve MCP on two anyio text files."""
+
+
+class _Wire:
+    """The protocol's private copies of stdin and stdout."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        self.input: BinaryIO = os.fdopen(os.dup(0), "rb")
+        self.output: BinaryIO = os.fdopen(os.dup(1), "wb", buffering=0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)  # anything printed now lands on stderr, never on the protocol
+
+    def write_message(self, message: dict[str, Any]) -> None:
+        self.output.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
+
+
+def _key(ident: object) -> tuple[str, object]:
+    return (type(ident).__name__, ident)
+
+
+class _ReplayReader:
+    """stdin for the SDK: the already-read first line again, then the rest."""
+
+    def __init__(self, raw: BinaryIO, first: bytes) -> None:
+        self._raw = raw
+        self._first: bytes | None = first
+
+    def readline(self, size: int = -1) -> str:
+        if self._first is not None:
+            line, self._first = self._first, None
+        else:
+            line = self._raw.readline()
+        return line.decode("utf-8", errors="replace")
+
+
+class _DroppingWriter:
+    """stdout for the SDK: drops its answers to requests already answered here."""
+
+    def __init__(self, raw: BinaryIO, answered: set[tuple[str, object]]) -> None:
+        self._raw = raw
+        self._answered = answered
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            if self._answered and self._is_duplicate(text):
+                return len(text)
+            self._raw.write(text.encode("utf-8"))
+            return len(text)
+
+    def _is_duplicate(self, text: str) -> bool:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or "id" not in message or "method" in message:
+            return False
+        key = _key(message["id"])
+        if key not in self._answered:
+            return False
+        self._answered.discard(key)
+        if "error" in message:
+            logger.warning(
+                "the SDK refused an opening request answered early: %s", message["error"]
+            )
+        return True
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+def serve_stdio(prepare: Callable[[], StdioRunner], *, fast_start: bool = True) -> None:
+    """Serve MCP on this process's stdin/stdout until stdin closes. ``prepare`` runs on
+    a background thread while the first message is read and answered; it builds the
+    server (importing the SDK) and returns the runner that serves the streams."""
+    wire = _Wire()
+    built: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            built["runner"] = prepare()
+        except BaseException as error:  # reported on the main thread
+            built["error"] = error
+
+    builder = threading.Thread(target=build, name="backtrail-mcp-start", daemon=True)
+    builder.start()
+    first = wire.input.readline()
+    answered: set[tuple[str, object]] = set()
+    if fast_start and first:
+        try:
+            message = json.loads(first)
+        except ValueError:
+            message = None
+        answer = identity.opening_answer(message)
+        if answer is not None:
+            wire.write_message(answer)
+            answered.add(_key(answer["id"]))
+    builder.join()
+    if "error" in built:
+        raise built["error"]
+    if not first:
+        return
+    import anyio
+
+    stdin = anyio.wrap_file(_ReplayReader(wire.input, first))  # type: ignore[arg-type]
+    stdout = anyio.wrap_file(_DroppingWriter(wire.output, answered))  # type: ignore[arg-type]
+    anyio.run(built["runner"], stdin, stdout)

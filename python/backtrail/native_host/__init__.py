@@ -1,0 +1,134 @@
+"""The native-messaging host: the browser extension's bridge to Backtrail, with no open
+ports (DESIGN layer 5, a thin front end).
+
+The browser starts ``backtrail-host`` (through the launcher ``backtrail install``
+writes) when the extension calls ``chrome.runtime.connectNative("com.backtrail.host")``,
+passes the caller's origin as ``argv[1]``, and talks over stdin/stdout in the frames of
+``native-host/PROTOCOL.md``. The host answers until stdin ends, then exits 0.
+
+Modules: ``framing`` (frames and their errors), ``schema`` (field validation),
+``dispatch`` (message types to service calls), ``export`` (protocol shapes and paging),
+``server`` (the session loop), ``codes`` (frozen error codes), ``logs`` (log file).
+
+Settings: everything in :class:`backtrail.config.Config` (``BACKTRAIL_HOME`` chooses
+the data directory), plus ``BACKTRAIL_MAX_REQUEST_BYTES`` (the per-message cap,
+default 16 MiB) and ``BACKTRAIL_LOG_LEVEL``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO
+
+__all__ = ["HOST_NAME", "MAX_REQUEST_ENV", "main", "run"]
+
+HOST_NAME = "com.backtrail.host"
+MAX_REQUEST_ENV = "BACKTRAIL_MAX_REQUEST_BYTES"
+
+logger = logging.getLogger(__name__)
+
+_USAGE = """\
+backtrail-host is Backtrail's native-messaging host. The browser starts it and talks to
+it over stdin/stdout (see native-host/PROTOCOL.md); it is not meant to be run by hand.
+Set it up with `backtrail install`, and check it with `backtrail doctor`.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``backtrail-host``, ``python -m backtrail.native_host``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["-h"], ["--help"]) or _interactive():
+        sys.stderr.write(_USAGE)
+        raise SystemExit(0 if args[:1] in (["-h"], ["--help"]) else 2)
+    origin = args[0] if args and args[0].startswith("chrome-extension://") else None
+    frames = _claim_stdout()
+    raise SystemExit(run(sys.stdin.buffer, frames, origin=origin))
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _claim_stdout() -> IO[bytes]:
+    """A private binary handle on the real stdout for frames; file descriptor 1 and
+    ``sys.stdout`` then point at stderr, so a stray print can never corrupt a frame."""
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        import msvcrt
+
+        msvcrt.setmode(fd, os.O_BINARY)
+        msvcrt.setmode(sys.stdin.fileno(), os.O_BINARY)
+    return os.fdopen(fd, "wb")
+
+
+def max_request_bytes(config: object, environ: Mapping[str, str]) -> int:
+    """The per-message cap: ``Config.max_request_bytes`` when Config has it, else
+    ``BACKTRAIL_MAX_REQUEST_BYTES``, else 16 MiB; always within 1 KiB..64 MiB."""
+    from backtrail.native_host.framing import DEFAULT_MAX_REQUEST_BYTES, MAX_FRAME_BYTES
+
+    value: object = getattr(config, "max_request_bytes", None)
+    if value is None and environ.get(MAX_REQUEST_ENV, "").strip():
+        try:
+            value = int(environ[MAX_REQUEST_ENV].strip())
+        except ValueError:
+            logger.warning("ignoring %s=%r: not an integer", MAX_REQUEST_ENV,
+                           environ[MAX_REQUEST_ENV][:40])  # fmt: skip
+    if not isinstance(value, int) or isinstance(value, bool):
+        return DEFAULT_MAX_REQUEST_BYTES
+    return min(max(value, 1024), MAX_FRAME_BYTES)
+
+
+def run(
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    *,
+    origin: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Serve one browser session on ``stdin``/``stdout``; returns the exit status.
+    When the store cannot be opened the host still answers, with error 14 and the
+    reason, so the extension can show it."""
+    from backtrail.browser_sync import BrowserSync
+    from backtrail.config import Config
+    from backtrail.errors import BacktrailError
+    from backtrail.memory import Memory
+    from backtrail.native_host.dispatch import Dispatcher
+    from backtrail.native_host.framing import FrameReader, FrameWriter
+    from backtrail.native_host.logs import setup_logging
+    from backtrail.native_host.server import serve
+
+    env = os.environ if environ is None else environ
+    config: Config | None = None
+    memory: Memory | None = None
+    failure: str | None = None
+    try:
+        config = Config.load(environ=env)
+    except BacktrailError as error:
+        failure = f"Backtrail's settings are invalid: {error.message}"
+    setup_logging(config.home if config is not None else None, dict(env))
+    logger.info("host started (pid %d) for %s", os.getpid(), origin or "an unknown caller")
+    if config is not None:
+        try:
+            memory = Memory(config, client="native-host")
+        except (BacktrailError, OSError) as error:
+            failure = f"the Backtrail store at {config.home} could not be opened: {error}"
+    if failure:
+        logger.error("%s", failure)
+    limit = max_request_bytes(config, env)
+    sync = BrowserSync(memory) if memory is not None else None
+    dispatcher = Dispatcher(sync, max_request_bytes=limit, failure=failure)
+    try:
+        return serve(FrameReader(stdin, limit), FrameWriter(stdout), dispatcher)
+    finally:
+        if memory is not None:
+            memory.close()
+        logging.shutdown()

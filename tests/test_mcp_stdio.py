@@ -1,0 +1,526 @@
+"""``backtrail mcp`` over stdio, driven by the official MCP client (a spawned server,
+the real protocol): every browsing tool, its error paths, resources, prompts, sampling,
+two servers on one data directory, and the fast start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp_types import CreateMessageResult, Implementation, TextContent
+
+from mcp_support import (
+    BACKTRAIL,
+    INITIALIZE,
+    WAL_TEXT,
+    read_json_lines,
+    seed,
+    server_env,
+    stdio_params,
+    text,
+)
+
+pytestmark = pytest.mark.anyio
+
+DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": "probe-1",
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    },
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _raw_session(home: Path, messages: list[dict[str, Any]], **env: str) -> tuple[list[str], str]:
+    """Send ``messages`` to a fresh server, read until every request among them is
+    answered, then close stdin; return all stdout lines and stderr."""
+    waiting = {m["id"] for m in messages if "id" in m}
+    process = subprocess.Popen(
+        [BACKTRAIL, "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(home, **env),
+    )
+    watchdog = threading.Timer(90, process.kill)
+    watchdog.start()
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("".join(json.dumps(m) + "\n" for m in messages).encode())
+        process.stdin.flush()
+        lines = []
+        while waiting:
+            line = process.stdout.readline().decode()
+            assert line, f"the server stopped before answering {waiting}"
+            lines.append(line)
+            waiting.discard(json.loads(line).get("id"))
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        watchdog.cancel()
+        process.kill()
+    return lines + stdout.decode().splitlines(), stderr.decode()
+
+
+def _answers(lines: list[str], ident: object) -> list[dict[str, Any]]:
+    return [m for m in map(json.loads, lines) if m.get("id") == ident and "method" not in m]
+
+
+def test_the_early_handshake_answer_is_exactly_the_sdks_and_is_sent_once(tmp_path: Path) -> None:
+    for opening in (INITIALIZE, DISCOVER):
+        fast, _ = _raw_session(tmp_path / "fast", [opening])
+        slow, _ = _raw_session(tmp_path / "slow", [opening], BACKTRAIL_MCP_FAST_START="0")
+        fast_answers, slow_answers = _answers(fast, opening["id"]), _answers(slow, opening["id"])
+        assert len(fast_answers) == 1, fast  # the SDK's duplicate was dropped
+        assert len(slow_answers) == 1, slow
+        assert fast_answers[0] == slow_answers[0]
+
+
+def test_an_unusual_first_message_is_left_to_the_sdk(tmp_path: Path) -> None:
+    old = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "1999-01-01"}}
+    lines, _ = _raw_session(tmp_path, [{"jsonrpc": "2.0", "id": 7, "method": "ping"}, old])
+    assert [a.get("result") for a in _answers(lines, 7)] == [{}]
+    (answer,) = _answers(lines, 0)
+    assert answer["result"]["protocolVersion"] == "2025-11-25"  # the SDK's counter-offer
+
+
+_STRAY = """
+import os, sys, threading, time
+
+def _stray():
+    deadline = time.time() + 60
+    while "backtrail.mcp_server.server" not in sys.modules and time.time() < deadline:
+        time.sleep(0.01)
+    print("STRAY PRINT", flush=True)
+    os.write(1, b"STRAY WRITE\\n")
+
+threading.Thread(target=_stray, daemon=True).start()
+"""
+
+
+def test_stdout_carries_nothing_but_protocol_even_when_a_library_prints(tmp_path: Path) -> None:
+    seed(tmp_path)
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_STRAY)  # prints to stdout once the SDK loads
+    calls = [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n, "arguments": a}}
+        for i, (n, a) in enumerate(
+            [
+                ("search_memory", {"query": "checkpoint"}),
+                ("get_page", {"id": 99999}),
+                ("no_such_tool", {}),
+                ("memory_stats", {}),
+            ],
+            start=1,
+        )
+    ]
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    lines, stderr = _raw_session(tmp_path, [INITIALIZE, notification, *calls], PYTHONPATH=str(hook))
+    messages = [json.loads(line) for line in lines]  # every line parses
+    assert all(m.get("jsonrpc") == "2.0" for m in messages)
+    assert sorted(m["id"] for m in messages) == [0, 1, 2, 3, 4]
+    assert "STRAY PRINT" in stderr and "STRAY WRITE" in stderr
+    assert "Traceback" not in stderr
+
+
+async def test_every_browsing_tool_answers_from_the_memory(tmp_path: Path) -> None:
+    s = seed(tmp_path)
+    info = Implementation(name="claude-ai", version="1")
+    async with Client(stdio_params(tmp_path), mode="legacy", client_info=info) as client:
+
+        async def call(name: str, **arguments: Any) -> Any:
+            result = await client.call_tool(name, arguments)
+            assert not result.is_error, text(result)
+            return result
+
+        found = await call("search_memory", query="checkpoints log")
+        assert found.structured_content["results"][0]["url"] == "https://sqlite.org/wal.html"
+        assert '<web_content source="https://sqlite.org/wal.html" kind="page"' in text(found)
+        notes = await call("search_memory", query="WAL", kinds=["note"])
+        assert [r["kind"] for r in notes.structured_content["results"]] == ["note"]
+        assert "<user_note" in text(notes) and "<web_content" not in text(notes)
+        sites = await call("search_memory", query="vacuum", domains=["postgresql.org"])
+        assert {r["domain"] for r in sites.structured_content["results"]} == {"www.postgresql.org"}
+        recent = await call("search_memory", query="sourdough", since="12h", kinds=["page"])
+        assert recent.structured_content["results"] == []
+        older = await call("search_memory", query="sourdough", since="2d", kinds=["page"])
+        assert [r["id"] for r in older.structured_content["results"]] == [s.bread_page]
+        first = await call("search_memory", query="WAL", limit=1)
+        cursor = first.structured_content["next_cursor"]
+        assert cursor
+        second = await call("search_memory", query="WAL", limit=1, cursor=cursor)
+        assert second.structured_content["results"][0] != first.structured_content["results"][0]
+
+        forgotten = await call("find_forgotten_content", description="baking bread with yeast")
+        assert (
+            forgotten.structured_content["results"][0]["url"] == "https://bread.example/sourdough"
+        )
+
+        page = await call("get_page", url="https://sqlite.org/wal.html", max_chars=40)
+        assert page.structured_content["page"]["text"] == WAL_TEXT[:40]
+        assert page.structured_content["page"]["next_offset"] == 40
+        rest = await call("get_page", id=s.wal_page, offset=40, max_chars=100_00)
+        assert rest.structured_content["page"]["text"] == WAL_TEXT[40:]
+        assert rest.structured_content["page"]["next_offset"] is None
+
+        timeline = await call("get_timeline", limit=2)
+        assert [e["page_id"] for e in timeline.structured_content["entries"]] == [
+            s.vacuum_page,
+            s.wal_page,
+        ]
+        older = await call(
+            "get_timeline", limit=2, cursor=timeline.structured_content["next_cursor"]
+        )
+        assert [e["page_id"] for e in older.structured_content["entries"]] == [s.bread_page]
+        only = await call("get_timeline", domain="sqlite.org")
+        assert [e["page_id"] for e in only.structured_content["entries"]] == [s.wal_page]
+
+        tabs = await call("get_open_tabs")
+        assert tabs.structured_content["total"] == 5
+        assert 'kind="tab titles"' in text(tabs)
+        active = await call("get_active_tab")
+        assert active.structured_content["tab"]["tab_id"] == 1
+        assert active.structured_content["page"]["text"] == WAL_TEXT
+        cleanup = await call("suggest_tab_cleanup")
+        verdicts = {t["tab_id"]: t["action"] for t in cleanup.structured_content["tabs"]}
+        assert verdicts == {1: "keep", 2: "close", 3: "close", 4: "close", 5: "read_later"}
+        assert cleanup.structured_content["counts"] == {"keep": 1, "read_later": 1, "close": 3}
+        assert "duplicate of tab 1" in text(cleanup)
+
+        research = await call("get_bookmarks", folder="research")
+        assert [b["browser_id"] for b in research.structured_content["bookmarks"]] == ["b1"]
+        bread = await call("get_bookmarks", query="sourdough")
+        assert [b["browser_id"] for b in bread.structured_content["bookmarks"]] == ["b2"]
+        highlights = await call("get_highlights", query="checkpoints")
+        assert [h["id"] for h in highlights.structured_content["highlights"]] == [s.highlight]
+        assert "remember for the storage talk" in text(highlights)
+        none = await call("get_highlights", url="https://bread.example/sourdough")
+        assert none.structured_content["highlights"] == []
+
+        saved = await call(
+            "save_note",
+            content="Try feeding the starter twice a day",
+            url="https://bread.example/sourdough",
+        )
+        assert saved.structured_content["note"]["url"] == "https://bread.example/sourdough"
+        again = await call("search_memory", query="feeding starter twice", kinds=["note"])
+        assert (
+            again.structured_content["results"][0]["id"] == saved.structured_content["note"]["id"]
+        )
+
+        sessions = await call("get_research_sessions")
+        (session,) = sessions.structured_content["sessions"]
+        assert {p["page_id"] for p in session["pages"]} == {s.wal_page, s.vacuum_page}
+
+        summary = await call("summarize_research_topic", topic="write-ahead logging checkpoints")
+        data = summary.structured_content
+        assert data["provider"] == "extractive"
+        assert [a["provider"] for a in data["attempts"]] == [
+            "sampling",
+            "anthropic",
+            "ollama",
+            "extractive",
+        ]
+        assert "(https://sqlite.org/wal.html)" in data["summary"]
+        assert "Checkpoints copy the log back into the main database file." in data["summary"]
+
+        week = datetime.fromtimestamp(s.now - 3_000, timezone.utc).date().isoformat()
+        digest = await call("generate_weekly_digest", week=week)
+        top = [p["id"] for p in digest.structured_content["digest"]["top_pages"]]
+        assert s.vacuum_page in top and s.wal_page in top
+        assert digest.structured_content["summary"]["provider"] == "extractive"
+
+        stats = await call("memory_stats")
+        assert stats.structured_content["counts"]["pages"] == 3
+        assert stats.structured_content["model"] == "disabled"
+
+        preview = await call("forget", url="https://bread.example/sourdough")
+        assert preview.structured_content["done"] is False
+        assert "Preview only" in text(preview)
+        assert (await call("get_page", url="https://bread.example/sourdough")).structured_content
+        gone = await call("forget", url="https://bread.example/sourdough", confirm=True)
+        assert gone.structured_content["done"] is True
+        assert gone.structured_content["counts"]["pages"] == 1
+        missing = await client.call_tool("get_page", {"url": "https://bread.example/sourdough"})
+        assert missing.is_error
+        assert (await call("search_memory", query="sourdough starter")).structured_content[
+            "results"
+        ] == []
+
+
+async def test_every_mistake_is_a_tool_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    seed(tmp_path)
+    mistakes: list[tuple[str, dict[str, Any], str]] = [
+        ("search_memory", {"query": "x", "limit": "many"}, "valid integer"),
+        ("search_memory", {"query": "x", "limit": 26}, "must be from 1 to 25"),
+        ("search_memory", {"query": "x", "since": "the other day"}, "is not a time"),
+        ("search_memory", {"query": "x", "kinds": ["video"]}, "kinds"),
+        ("search_memory", {"query": "x", "cursor": "garbage"}, "cursor"),
+        ("search_memory", {"query": ""}, "must not be empty"),
+        ("find_forgotten_content", {"description": "x" * 2_000}, "limit"),
+        ("get_page", {}, "give exactly one of url or id"),
+        ("get_page", {"url": "https://sqlite.org/wal.html", "id": 1}, "exactly one"),
+        ("get_page", {"id": 99_999}, "page 99999 does not exist"),
+        ("get_page", {"url": "ftp://example.com/file"}, "invalid url"),
+        ("get_page", {"id": 1, "max_chars": 0}, "must be from 1"),
+        ("get_timeline", {"cursor": "next"}, "cursor"),
+        ("get_open_tabs", {"limit": 0}, "must be from 1"),
+        ("get_bookmarks", {"limit": 1_000}, "limit"),
+        ("save_note", {"content": "   "}, "must not be empty"),
+        ("forget", {}, "exactly one of url, domain, or since/until"),
+        ("forget", {"url": "https://a.example/", "domain": "a.example"}, "exactly one"),
+        ("generate_weekly_digest", {"week": "someday"}, "is not a week"),
+        ("get_research_sessions", {"limit": 500}, "limit"),
+        ("memory_get", {"key": "nothing/here"}, "no fact for key"),
+        ("no_such_tool", {}, "Unknown tool"),
+    ]
+    async with Client(stdio_params(tmp_path), mode="legacy") as client:
+        for name, arguments, expected in mistakes:
+            result = await client.call_tool(name, arguments)
+            assert result.is_error, (name, arguments, text(result))
+            assert expected in text(result), (name, text(result))
+        still = await client.call_tool("search_memory", {"query": "checkpoints"})
+        assert not still.is_error and still.structured_content["results"]
+
+
+async def test_two_servers_on_one_data_directory_see_each_others_writes(tmp_path: Path) -> None:
+    seed(tmp_path)
+    cursor_params = stdio_params(tmp_path, MCP_CLIENT_ID="cursor")
+    claude = Implementation(name="claude-ai", version="1")
+    async with (
+        Client(cursor_params, mode="legacy") as a,
+        Client(stdio_params(tmp_path), mode="legacy", client_info=claude) as b,
+    ):
+        assert not (
+            await a.call_tool("memory_set", {"key": "shared/plan", "value": "ship"})
+        ).is_error
+        got = await b.call_tool("memory_get", {"key": "shared/plan"})
+        assert text(got).startswith("shared/plan = ship  (source: cursor,")
+        note = await b.call_tool("save_note", {"content": "Quokkas are marsupials"})
+        assert note.structured_content["note"]["id"]
+
+        deadline = time.monotonic() + 30
+        while True:  # a's index catches up with b's write (b indexes it in the background)
+            hits = await a.call_tool("search_memory", {"query": "quokkas", "kinds": ["note"]})
+            if hits.structured_content["results"]:
+                break
+            assert time.monotonic() < deadline, "server a never saw server b's note"
+            await anyio.sleep(0.1)
+        listed = await b.call_tool("memory_list", {"prefix": "shared/"})
+        assert text(listed) == "shared/plan = ship  (source: cursor)"
+        searched = await b.call_tool("memory_search", {"query": "ship"})
+        assert text(searched).startswith("shared/plan = ship  (source: cursor, score: ")
+        history = await a.call_tool("memory_history", {"key": "shared/plan"})
+        assert " cursor set: version 1, created" in text(history)
+        await b.call_tool("memory_set", {"key": "shared/plan", "value": "ship friday"})
+        assert "(source: mcp:claude-ai," in text(
+            await a.call_tool("memory_get", {"key": "shared/plan"})
+        )
+
+
+async def test_summaries_use_the_clients_model_when_it_offers_sampling(tmp_path: Path) -> None:
+    seed(tmp_path)
+    prompts: list[str] = []
+
+    async def sample(context: Any, params: Any) -> CreateMessageResult:
+        prompts.append(params.messages[0].content.text)
+        return CreateMessageResult(
+            role="assistant",
+            model="client-model",
+            content=TextContent(type="text", text="WAL appends changes to a log [1]."),
+        )
+
+    async with Client(stdio_params(tmp_path), mode="legacy", sampling_callback=sample) as client:
+        result = await client.call_tool("summarize_research_topic", {"topic": "write-ahead log"})
+    data = result.structured_content
+    assert data["provider"] == "sampling"
+    assert data["summary"].startswith("WAL appends changes to a log [1].")
+    assert "[1] Write-Ahead Logging — https://sqlite.org/wal.html" in data["summary"]
+    (prompt,) = prompts
+    assert '<source n="1" kind="page" origin="web" url="https://sqlite.org/wal.html"' in prompt
+
+    # A 2026-07-28 connection cannot carry server requests: the chain moves on.
+    async with Client(stdio_params(tmp_path), sampling_callback=sample) as modern:
+        again = await modern.call_tool("summarize_research_topic", {"topic": "write-ahead log"})
+    assert again.structured_content["provider"] == "extractive"
+    assert len(prompts) == 1
+
+
+async def test_resources_and_prompts_carry_labelled_memory(tmp_path: Path) -> None:
+    s = seed(tmp_path)
+    async with Client(stdio_params(tmp_path), mode="legacy") as client:
+        listed = await client.list_resources()
+        assert {str(r.uri) for r in listed.resources} == {
+            "backtrail://pages/recent",
+            "backtrail://tabs",
+        }
+        templates = await client.list_resource_templates()
+        assert [t.uri_template for t in templates.resource_templates] == [
+            "backtrail://page/{page_id}"
+        ]
+        recent = await client.read_resource("backtrail://pages/recent")
+        assert f"backtrail://page/{s.wal_page}" in recent.contents[0].text
+        page = await client.read_resource(f"backtrail://page/{s.wal_page}")
+        assert WAL_TEXT in page.contents[0].text
+        assert (
+            '<web_content source="https://sqlite.org/wal.html" kind="page text"'
+            in page.contents[0].text
+        )
+        with pytest.raises(Exception, match="no page with id 424242"):
+            await client.read_resource("backtrail://page/424242")
+
+        names = {p.name for p in (await client.list_prompts()).prompts}
+        assert names == {"weekly_review", "find_that_page", "tidy_my_tabs"}
+        find = await client.get_prompt("find_that_page", {"description": "bread with wild yeast"})
+        body = find.messages[0].content.text
+        assert "bread with wild yeast" in body and "https://bread.example/sourdough" in body
+        review = await client.get_prompt("weekly_review", {})
+        assert "research sessions" in review.messages[0].content.text
+        tidy = await client.get_prompt("tidy_my_tabs", {})
+        assert "duplicate of tab 1" in tidy.messages[0].content.text
+
+
+async def test_the_call_log_records_every_call_and_no_secrets(tmp_path: Path) -> None:
+    seed(tmp_path)
+    log = tmp_path / "calls.jsonl"
+    params = stdio_params(tmp_path, "--log-calls", str(log), MCP_CLIENT_ID="cursor")
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("search_memory", {"query": "checkpoints"})
+        await client.call_tool("get_page", {"id": 99_999})
+        await client.call_tool("memory_set", {"key": "k", "value": "v" * 1_000})
+    entries = read_json_lines(log)
+    assert [(e["tool"], e["ok"], e["client"]) for e in entries] == [
+        ("search_memory", True, "cursor"),
+        ("get_page", False, "cursor"),
+        ("memory_set", True, "cursor"),
+    ]
+    assert entries[1]["outcome"] == "page_not_found: page 99999 does not exist"
+    assert entries[2]["arguments"]["value"].endswith("…[1000 chars]")
+    assert all(e["ms"] >= 0 for e in entries)
+
+
+def _spawn_to_initialized(home: Path, **env: str) -> float:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [BACKTRAIL, "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(home, **env),
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        elapsed = time.perf_counter() - started
+        assert answer["result"]["serverInfo"]["name"] == "backtrail"
+        return elapsed
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def test_the_server_answers_initialize_before_loading_anything_heavy(tmp_path: Path) -> None:
+    """Relative, because this machine is shared: the early answer must not wait for the
+    SDK and the memory (absolute times: tests/mcp_timing.py)."""
+    fast = min(_spawn_to_initialized(tmp_path) for _ in range(3))
+    slow = _spawn_to_initialized(tmp_path, BACKTRAIL_MCP_FAST_START="0")
+    assert fast < slow / 2
+
+
+async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) -> None:
+    """The one test with the embedding model: loaded at start (--preload-model), it finds
+    a page by meaning with none of its words, and facts too."""
+    seed(tmp_path)
+    params = stdio_params(tmp_path, "--preload-model", MCP_EMBEDDINGS="on")
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool(
+            "memory_set", {"key": "user/theme", "value": "prefers dark mode interfaces"}
+        )
+        await client.call_tool("memory_set", {"key": "pet/name", "value": "Fluffy is a tabby cat"})
+        deadline = time.monotonic() + 180
+        while True:  # the server embeds the seeded passages in the background
+            stats = await client.call_tool("memory_stats", {})
+            if stats.structured_content["vectors_caught_up"]:
+                break
+            assert time.monotonic() < deadline, "the passages were never embedded"
+            await anyio.sleep(0.2)
+        found = await client.call_tool("search_memory", {"query": "fermented dough leavening"})
+        assert found.structured_content["mode"] == "hybrid"
+        urls = [r["url"] for r in found.structured_content["results"]]
+        assert urls and urls[0] == "https://bread.example/sourdough"
+        facts = await client.call_tool(
+            "memory_search", {"query": "appearance preference for screens", "top_k": 2}
+        )
+        assert text(facts).index("user/theme") < text(facts).index("pet/name")
+        stats = await client.call_tool("memory_stats", {})
+        assert stats.structured_content["model"] == "ready"
+
+
+def test_claude_config_prints_and_merges_the_entry_keeping_the_rest(tmp_path: Path) -> None:
+    from backtrail.mcp_server.claude_config import doctor_checks
+
+    env = server_env(tmp_path / "home")
+    printed = subprocess.run(
+        [BACKTRAIL, "claude-config"], env=env, capture_output=True, text=True, timeout=60
+    )
+    entry = json.loads(printed.stdout)["mcpServers"]["backtrail"]
+    assert entry == {
+        "command": BACKTRAIL,
+        "args": ["mcp"],
+        "env": {"BACKTRAIL_HOME": str(tmp_path / "home"), "MCP_CLIENT_ID": "claude-desktop"},
+    }
+    target = tmp_path / "claude_desktop_config.json"
+    target.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}))
+    written = subprocess.run(
+        [BACKTRAIL, "claude-config", "--write", "--config-path", str(target)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert written.returncode == 0 and "added mcpServers.backtrail" in written.stdout
+    merged = json.loads(target.read_text())
+    assert merged["theme"] == "dark" and merged["mcpServers"]["other"] == {"command": "x"}
+    assert merged["mcpServers"]["backtrail"] == entry
+    assert json.loads((tmp_path / "claude_desktop_config.json.bak").read_text())["theme"] == "dark"
+    checks = doctor_checks(target, data_dir=tmp_path / "home")
+    assert [(c["check"], c["ok"]) for c in checks] == [
+        ("Claude Desktop configuration", True),
+        ("Backtrail in Claude Desktop", True),
+        ("Claude Desktop can start backtrail", True),
+        ("Claude Desktop uses this data directory", True),
+    ]
+    elsewhere = doctor_checks(target, data_dir=tmp_path / "other")
+    assert elsewhere[-1]["ok"] is False and "claude-config --write" in elsewhere[-1]["fix"]
+
+    target.write_text("{broken")
+    refused = subprocess.run(
+        [BACKTRAIL, "claude-config", "--write", "--config-path", str(target)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 1 and "is not valid JSON" in refused.stderr
+    assert target.read_text() == "{broken"
+    assert doctor_checks(target)[0]["ok"] is False
