@@ -1,8 +1,9 @@
 """The ``backtrail`` command: one group, thin commands that call the service and print.
 
-Commands live in a few modules by subject and are registered here:
-``cli_data`` (search, stats, import, export, forget, index, reindex, config, facts,
-events, doctor), ``cli_mcp`` (mcp, claude-config) and ``cli_host`` (install, uninstall).
+Commands live in a few modules by subject, named in :data:`COMMAND_MODULES` and imported
+lazily: ``cli_data`` (search, stats, import, export, forget, index, reindex, config,
+facts, events, doctor), ``cli_mcp`` (mcp, claude-config) and ``cli_host`` (install,
+uninstall).
 
 This module owns the global options (``--data-dir``, ``-v``), logging, and turning
 errors into one line on standard error with a documented exit code (see
@@ -11,6 +12,7 @@ errors into one line on standard error with a documented exit code (see
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -20,7 +22,6 @@ from pathlib import Path
 
 import click
 
-from backtrail import cli_data, cli_host, cli_mcp
 from backtrail.cli_common import (
     EXIT_CODES,
     EXIT_FAILURE,
@@ -35,8 +36,36 @@ _EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text 
 _LOG_FORMAT = "backtrail: %(levelname)s: %(message)s"
 _verbosity = 0
 
+#: Which module defines each command. Modules are imported only when one of their
+#: commands runs (or help lists them), so `backtrail mcp` — started by every AI client —
+#: does not pay for the data commands' imports.
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(
+        ("search", "stats", "import", "export", "forget", "index", "reindex", "config",
+         "facts", "events", "doctor"),
+        "backtrail.cli_data",
+    ),
+    **dict.fromkeys(("mcp", "claude-config"), "backtrail.cli_mcp"),
+    **dict.fromkeys(("install", "uninstall"), "backtrail.cli_host"),
+}  # fmt: skip
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported from :data:`COMMAND_MODULES` on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMAND_MODULES.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(module_name)
+        return next((c for c in module.COMMANDS if c.name == cmd_name), None)
+
 
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=_EPILOG,
 )
@@ -73,11 +102,6 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     app = App(data_dir=data_dir, verbose=verbose)
     ctx.obj = app
     ctx.call_on_close(app.close)
-
-
-for module in (cli_data, cli_mcp, cli_host):
-    for command in module.COMMANDS:
-        cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

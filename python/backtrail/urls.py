@@ -23,6 +23,7 @@ surrogates, malformed hosts or ports, non-string types.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
@@ -219,6 +220,19 @@ class _Url:
 
 
 def _parse(url: object, field: str = "url") -> _Url:
+    """Parse and normalise a URL. Strings are memoised: an import or a capture burst
+    parses the same URLs many times (exclusion check, canonical form, referrer)."""
+    if type(url) is str:
+        return _parse_str(url, field)
+    return _parse_uncached(url, field)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_str(url: str, field: str) -> _Url:
+    return _parse_uncached(url, field)
+
+
+def _parse_uncached(url: object, field: str = "url") -> _Url:
     if not isinstance(url, str):
         raise InvalidUrl(url, f"must be a string, not {type(url).__name__}", field)
     if len(url) > MAX_URL_LENGTH:
