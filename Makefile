@@ -17,6 +17,7 @@ test: install lint test-rust test-python test-js
 bench: install
 	$(BIN)/pip install -q -r bench/requirements.txt
 	$(BIN)/python -m bench.run_core
+	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)
 
 venv: $(VENV)/.ready
 
@@ -54,3 +55,10 @@ test-js:
 
 clean:
 	rm -rf $(VENV) $(WHEEL_DIR) target
+
+# The whole-system benchmark and soak alone (bench/system/README.md), e.g.
+# make bench-system BENCH_SYSTEM_ARGS=--quick
+.PHONY: bench-system
+bench-system: install
+	$(BIN)/pip install -q -r bench/requirements.txt
+	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)

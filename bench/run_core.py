@@ -41,6 +41,8 @@ from bench import baselines, common, corpus, metrics, queries
 from bench.common import say
 
 NOW = 1_750_000_000
+#: Fusion weights fixed at one half (no coverage weighting): the naive baselines.
+FIXED_HALF: dict[str, Any] = {"coverage_weighting": False, "bm25_weight": 0.5}
 DAY = 86_400
 #: Sessions x threads of the core embedder measured against ORT-Python; the best is used.
 EMBED_CONFIGS = ((1, 2, 16), (2, 1, 8), (2, 1, 4))
@@ -271,25 +273,43 @@ def quality_section(
     build = build_core(path, core_docs(iter(passages), iter(vectors), varied=True))
     index = _core.Index(str(path))
     configs: list[tuple[str, str, dict[str, Any]]] = [
-        ("bm25 title_boost 0", "bm25", {"title_boost": 0.0}),
-        ("bm25 title_boost 0.2", "bm25", {"title_boost": 0.2}),
-        ("bm25 title_boost 0.5 (default)", "bm25", {}),
-        ("bm25 title_boost 1.0", "bm25", {"title_boost": 1.0}),
+        ("bm25 title 0, no proximity", "bm25", {"title_boost": 0.0, "proximity_boost": 0.0}),
+        ("bm25 title 0.5, no proximity", "bm25", {"proximity_boost": 0.0}),
+        ("bm25 title 0.2, proximity 2", "bm25", {"title_boost": 0.2}),
+        ("bm25 (default: title 0.5, proximity 2)", "bm25", {}),
         ("vector", "vector", {}),
-        ("hybrid rrf k=60 (naive)", "hybrid", {"fusion": "rrf", "bm25_weight": 0.5}),
-    ]
-    for w in (0.3, 0.4, 0.5, 0.6, 0.7):
-        configs.append((f"hybrid convex w={w}", "hybrid", {"bm25_weight": w}))
-    configs += [
+        ("hybrid rrf k=60 (naive)", "hybrid", {"fusion": "rrf", **FIXED_HALF}),
+        ("hybrid convex w=0.5", "hybrid", {"fusion": "convex", **FIXED_HALF}),
         (
-            "hybrid default + decay 90d/0.7 + visits 0.05",
+            "hybrid convex w=0.7",
             "hybrid",
-            {"decay_half_life_days": 90, "decay_floor": 0.7, "visit_weight": 0.05},
+            {"fusion": "convex", "coverage_weighting": False, "bm25_weight": 0.7},
         ),
         (
-            "hybrid default + decay 30d/0.5 + visits 0.2",
+            "hybrid zscore fixed w=0.7",
             "hybrid",
-            {"decay_half_life_days": 30, "decay_floor": 0.5, "visit_weight": 0.2},
+            {"coverage_weighting": False, "bm25_weight": 0.7},
+        ),
+        (
+            "hybrid zscore fixed w=0.7, vector z clipped at 1",
+            "hybrid",
+            {"coverage_weighting": False, "bm25_weight": 0.7, "vector_z_clip": 1.0},
+        ),
+        ("hybrid (default: zscore, w 0.4 rising to 1 with coverage)", "hybrid", {}),
+        (
+            "hybrid default + search decay 180d/0.8, visits 0.05",
+            "hybrid",
+            {"decay_half_life_days": 180, "decay_floor": 0.8, "visit_weight": 0.05},
+        ),
+        (
+            "find_forgotten profile (w=0.3, decay 30d/0.3, visits 0.15)",
+            "hybrid",
+            {
+                "bm25_weight": 0.3,
+                "decay_half_life_days": 30,
+                "decay_floor": 0.3,
+                "visit_weight": 0.15,
+            },
         ),
     ]
     rows = []
@@ -302,7 +322,7 @@ def quality_section(
         qs,
         qvecs,
         "hybrid",
-        {"bm25_candidates": 10, "vector_candidates": 10, "fusion": "rrf", "bm25_weight": 0.5},
+        {"bm25_candidates": 10, "vector_candidates": 10, "fusion": "rrf", **FIXED_HALF},
         k=20,
     )
     rows.append(
@@ -356,7 +376,12 @@ def temporal_check(
     build_core(path, iter(docs))
     index = _core.Index(str(path))
     ours = brave = 0
-    forgotten = {"decay_half_life_days": 30, "decay_floor": 0.4, "visit_weight": 0.15}
+    forgotten = {
+        "bm25_weight": 0.3,
+        "decay_half_life_days": 30,
+        "decay_floor": 0.3,
+        "visit_weight": 0.15,
+    }
     for i in chosen:
         body = passages[i]["body"]
         sentence = max(body.split(". "), key=len)[:200]
@@ -381,6 +406,7 @@ def temporal_check(
                 "bm25_candidates": 10,
                 "vector_candidates": 10,
                 "fusion": "rrf",
+                **FIXED_HALF,
             },
         )
         brave += bool(raw) and bravemcp_rerank(raw)[0] == passages[i]["id"]

@@ -57,3 +57,7 @@ def ledger(data_home: Path, clock: FakeClock) -> Iterator[Ledger]:
         yield opened
     finally:
         opened.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: end-to-end tests in a real headless Chromium")

@@ -363,6 +363,11 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
     ("catch_up", (), {"progress": 5}, InvalidInput),
     ("catch_up", (), {"vectors": "yes"}, InvalidInput),
     ("reindex", (), {"progress": "x"}, InvalidInput),
+    ("similar_pages", ("1",), {}, InvalidInput),
+    ("similar_pages", (1,), {"probes": 0}, InvalidInput),
+    ("hold_write_lock", (0,), {}, InvalidInput),
+    ("hold_write_lock", ("2",), {}, InvalidInput),
+    ("hold_write_lock", (1,), {"client": LONE}, InvalidInput),
 ]  # fmt: skip
 # Methods that take no input (or none that can be wrong), and how the rest are covered.
 NO_INPUT = {"capture_settings", "resume_capture", "index_lag", "stats", "model_status",

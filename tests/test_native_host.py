@@ -74,7 +74,7 @@ def test_hello_reports_protocol_limits_capabilities_and_pause_state(home: Path) 
         assert result["protocol"] == 1
         assert result["limits"] == {"max_request_bytes": 16 * 1024 * 1024,
                                     "max_response_bytes": 1024 * 1024}  # fmt: skip
-        assert set(result["capabilities"]) == {"search", "export"}
+        assert set(result["capabilities"]) == {"search", "export", "actions"}
         assert result["paused"] is False
         assert host.wait() == 0
 

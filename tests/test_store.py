@@ -370,6 +370,32 @@ def test_reimporting_the_same_browser_history_adds_nothing(ledger: Ledger) -> No
     assert sum(p.visit_count for p in ledger.list_pages()) == 10
 
 
+def test_a_visit_seen_live_and_again_in_browser_history_counts_once(ledger: Ledger) -> None:
+    # The extension recorded the load live; later the extension's backfill and the
+    # CLI's import of the History file bring the same load (a second apart) again.
+    live = ledger.record_visit("https://example.com/a", visited_at=T0, external_id="uuid-1")
+    assert live.created is True
+    backfill = ledger.import_visits(
+        [VisitInput(url="https://example.com/a", visited_at=T0 + 1, source="history",
+                    external_id="Default:41")]
+    )  # fmt: skip
+    cli = ledger.import_visits(
+        [VisitInput(url="https://example.com/a", visited_at=T0, source="import:chrome",
+                    external_id="Default:41"),
+         # a later load of the same page, and the same moment on another page, are new
+         VisitInput(url="https://example.com/a", visited_at=T0 + 60, source="import:chrome",
+                    external_id="Default:42"),
+         VisitInput(url="https://example.com/b", visited_at=T0, source="import:chrome",
+                    external_id="Default:43")]
+    )  # fmt: skip
+    assert (backfill.added, backfill.skipped) == (0, 1)
+    assert (cli.added, cli.skipped, cli.pages_created) == (2, 1, 1)
+    assert ledger.get_page("https://example.com/a").visit_count == 2
+    assert ledger.get_page("https://example.com/b").visit_count == 1
+    # live visits are never folded into each other: a reload a second later counts
+    assert ledger.record_visit("https://example.com/a", visited_at=T0 + 61).created is True
+
+
 def test_visits_without_external_id_are_unique_per_page_time_and_source(
     ledger: Ledger,
 ) -> None:
@@ -875,7 +901,7 @@ def test_forget_url_removes_everything_about_that_page(ledger: Ledger) -> None:
     assert result.selector == "url"
     assert result.counts == {
         "pages": 1, "page_versions": 1, "visits": 1, "highlights": 1, "notes": 1,
-        "bookmarks": 1, "tabs": 1, "referrers_cleared": 2,
+        "bookmarks": 1, "tabs": 1, "actions": 0, "referrers_cleared": 2,
     }  # fmt: skip
     assert result.purged is True
     with pytest.raises(PageNotFound):
@@ -890,7 +916,7 @@ def test_forget_domain_includes_subdomains_but_not_lookalikes(ledger: Ledger) ->
     result = ledger.forget(domain="Example.com")
     assert result.counts == {
         "pages": 2, "page_versions": 2, "visits": 2, "highlights": 2, "notes": 2,
-        "bookmarks": 2, "tabs": 1, "referrers_cleared": 1,
+        "bookmarks": 2, "tabs": 1, "actions": 0, "referrers_cleared": 1,
     }  # fmt: skip
     assert [p.domain for p in ledger.list_pages()] == ["notexample.com"]
     assert [h.domain for h in ledger.list_highlights()] == ["notexample.com"]
@@ -905,7 +931,7 @@ def test_forget_records_one_event_with_counts_and_no_selector_value(ledger: Ledg
     assert (event.target_type, event.target) == ("selector", "domain")
     assert event.details == {
         "counts": {"pages": 2, "page_versions": 2, "visits": 2, "highlights": 2, "notes": 2,
-                   "bookmarks": 2, "tabs": 1, "referrers_cleared": 1}
+                   "bookmarks": 2, "tabs": 1, "actions": 0, "referrers_cleared": 1}
     }  # fmt: skip
     assert "example" not in json.dumps(event.details)
 
@@ -944,7 +970,7 @@ def test_forget_time_range_removes_what_happened_in_it_and_recomputes_pages(
     result = ledger.forget(since=T0, until=T0 + 100)
     assert result.counts == {
         "visits": 1, "page_versions": 2, "raw_captures": 0, "pages": 1, "pages_updated": 1,
-        "highlights": 1, "notes": 1,
+        "highlights": 1, "notes": 1, "actions": 0,
     }  # fmt: skip
     kept = ledger.get_page("https://kept.example/", with_text=True)
     assert (kept.visit_count, kept.first_seen, kept.last_seen, kept.dwell_ms) == (
@@ -1363,7 +1389,7 @@ def test_upgrading_a_v1_database_keeps_data_and_backfills_the_change_feed(
     path = data_home / LEDGER_FILENAME
     build_v1_database(path)
     with Ledger(path, clock=clock) as ledger:
-        assert ledger.stats().schema_version == SCHEMA_VERSION == 3
+        assert ledger.stats().schema_version == SCHEMA_VERSION == 4
         page = ledger.get_page("https://old.example/a", with_text=True)
         assert (page.title, page.text, page.visit_count, page.dwell_ms) == (
             "Old page", "old text", 2, 1500,

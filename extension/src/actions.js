@@ -3,6 +3,7 @@
 // validateAction is pure; performAction gets the browser through `deps`.
 
 import { CODE, makeError } from "./protocol.js";
+import { resolveFolder } from "./bookmarks.js";
 
 export const ACTION_NAMES = Object.freeze(["group_tabs", "close_tabs", "capture_tab", "create_bookmark"]);
 export const GROUP_COLORS = Object.freeze(["grey", "blue", "red", "yellow", "green", "pink", "purple", "cyan", "orange"]);
@@ -36,12 +37,14 @@ export function validateAction(message, settings) {
   if (typeof message.url !== "string") return bad("url", "must be an http(s) URL");
   const parent = message.parent_id == null ? null : String(message.parent_id);
   const title = typeof message.title === "string" ? message.title.slice(0, 1000) : null;
-  return { ok: true, action: { name, url: message.url, title, parent_id: parent } };
+  if (message.folder != null && typeof message.folder !== "string") return bad("folder", "must be a folder path");
+  const folder = message.folder ? message.folder.slice(0, 4096) : null;
+  return { ok: true, action: { name, url: message.url, title, parent_id: parent, folder } };
 }
 
 /**
  * Perform a validated action. deps: {tabs: {get, remove, group}, tabGroups: {update},
- * bookmarks: {create}, captureTab(tabId) → {dedupe_key}, gateFor(url, incognito)}.
+ * bookmarks: {create, getTree}, captureTab(tabId) → {dedupe_key}, gateFor(url, incognito)}.
  * Returns the action's result object; throws an Error with `.code` on failure.
  */
 export async function performAction(action, deps) {
@@ -82,7 +85,20 @@ export async function performAction(action, deps) {
     throw fail(code, `cannot bookmark this URL (${verdict.reason})`);
   }
   const props = { url: verdict.url, title: action.title ?? verdict.url };
-  if (action.parent_id) props.parentId = action.parent_id;
+  let folder = null;
+  if (action.parent_id) {
+    props.parentId = action.parent_id;
+  } else if (action.folder) {
+    // A folder named by path: use the existing one, create what is missing.
+    const place = resolveFolder(await deps.bookmarks.getTree(), action.folder);
+    let parentId = place.parentId;
+    folder = place.path;
+    for (const title of place.missing) {
+      parentId = String((await deps.bookmarks.create({ parentId, title })).id);
+      folder = folder ? `${folder}/${title}` : title;
+    }
+    props.parentId = parentId;
+  }
   const node = await deps.bookmarks.create(props);
-  return { browser_id: String(node.id) };
+  return folder === null ? { browser_id: String(node.id) } : { browser_id: String(node.id), folder };
 }

@@ -72,3 +72,33 @@ export function importBatches(bookmarks, importId, size) {
     return fields;
   });
 }
+
+/**
+ * Where a bookmark goes for a folder `path` such as "Research" or "Bookmarks bar/Research"
+ * (PROTOCOL.md section 5, `create_bookmark.folder`): the shallowest existing folder whose
+ * path ends with it (any case); else the same for its longest leading part that exists,
+ * the rest to be created inside; else new folders in "Other bookmarks". Returns
+ * {parentId, path, missing}: `missing` are the titles of the folders still to create
+ * under `parentId`, outermost first.
+ */
+export function resolveFolder(tree, path) {
+  const wanted = String(path).split("/").map((part) => part.trim()).filter(Boolean);
+  const roots = tree[0]?.children ?? [];
+  const folders = [];
+  const queue = roots.filter((node) => node.url === undefined).map((node) => [node, [node.title]]);
+  while (queue.length) {
+    const [node, titles] = queue.shift();
+    folders.push({ node, titles });
+    for (const child of node.children ?? []) {
+      if (child.url === undefined) queue.push([child, [...titles, child.title]]);
+    }
+  }
+  const same = (a, b) => String(a).toLocaleLowerCase() === String(b).toLocaleLowerCase();
+  for (let size = wanted.length; size > 0; size -= 1) {
+    const part = wanted.slice(0, size);
+    const found = folders.find(({ titles }) => titles.length >= size && part.every((title, i) => same(titles[titles.length - size + i], title)));
+    if (found) return { parentId: String(found.node.id), path: found.titles.join("/"), missing: wanted.slice(size) };
+  }
+  const other = roots.find((root) => root.folderType === "other") ?? roots[1] ?? roots[0];
+  return { parentId: String(other?.id ?? "2"), path: other?.title ?? "", missing: wanted };
+}

@@ -64,6 +64,8 @@ class Explanation(TypedDict):
     bm25_score: float | None
     vector_rank: int | None
     vector_similarity: float | None  # cosine similarity
+    coverage: float  # share of the query's words the best BM25 document holds
+    bm25_weight: float  # the BM25 weight this search used
     fusion: float  # fused relevance before time decay and visit boost
     decay: float  # multiplier from the age of last_seen
     visit_boost: float  # multiplier from the visit count
@@ -92,10 +94,15 @@ class Hit(TypedDict):
 class SearchOptions(TypedDict, total=False):
     bm25_candidates: int  # default 200
     vector_candidates: int  # default 200
-    fusion: Literal["convex", "zscore", "rrf"]
-    bm25_weight: float  # convex weight of normalised BM25 (vector gets 1 - w)
+    fusion: Literal["zscore", "convex", "rrf"]  # default "zscore"
+    # Weight of BM25 in the fusion (vector gets 1 - w), default 0.4; with coverage_weighting
+    # (default True) it rises to 1 as the best BM25 match holds more of the query's words.
+    bm25_weight: float
+    coverage_weighting: bool
+    vector_z_clip: float  # zscore fusion: clip the similarity's z to +-this (0, default: off)
     rrf_k: float  # default 60
     title_boost: float  # BM25 weight of the title field relative to body
+    proximity_boost: float  # bonus for bodies holding the words in order, close (default 2)
     decay_half_life_days: float  # 0 disables time decay
     decay_floor: float  # decay never goes below this multiplier
     visit_weight: float  # boost = 1 + visit_weight * ln(1 + visits)

@@ -13,7 +13,9 @@ layer, not in the host:
 - a repeated visit only raises its dwell time (``max(old, new)``);
 - replays of highlights, notes and captures are recognised (``duplicate``);
 - a bookmark import in batches removes stale bookmarks only if every batch arrived;
-- :meth:`batch` groups many writes into one durable ledger commit.
+- :meth:`batch` groups many writes into one durable ledger commit;
+- browser actions proposed by assistants are claimed for this profile's browser and
+  their outcomes recorded (:mod:`backtrail.actions`).
 
 All times are unix seconds; the host converts the protocol's milliseconds.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backtrail import urls
+from backtrail.actions import ActionQueue
 from backtrail.errors import (
     BookmarkNotFound,
     Excluded,
@@ -37,7 +40,7 @@ from backtrail.errors import (
     Paused,
 )
 from backtrail.memory import ForgetReport, Memory, SearchPage
-from backtrail.store import BookmarkInput, ImportResult, Ledger, TabInput, VisitInput
+from backtrail.store import Action, BookmarkInput, ImportResult, Ledger, TabInput, VisitInput
 
 __all__ = [
     "BrowserSync",
@@ -110,7 +113,8 @@ class BrowserSync:
         # Memory has no public transaction, settings or visit-lookup API yet; this module
         # is part of the service layer and shares Memory's ledger connection so that a
         # batch is one transaction.
-        self._ledger: Ledger = memory._ledger
+        self._ledger: Ledger = memory.ledger
+        self.actions = ActionQueue(memory)
         self._imports: OrderedDict[str, _Import] = OrderedDict()
         self._lock = threading.RLock()
         self.profile = "default"
@@ -441,6 +445,26 @@ class BrowserSync:
 
     def forget(self, **selector: Any) -> ForgetReport:
         return self.memory.forget(**selector)
+
+    # -------------------------------------------------------------- actions
+
+    def claim_actions(self, claimer: str, *, limit: int = 10) -> list[Action]:
+        """Pending browser actions for this profile's browser, claimed by ``claimer``."""
+        return self.actions.claim(claimer, self.profile, limit=limit)
+
+    def action_result(
+        self,
+        action_id: str,
+        *,
+        ok: bool,
+        result: dict[str, Any] | None,
+        error: dict[str, Any] | None,
+    ) -> Action | None:
+        """Record the extension's answer to an action (``None``: not ours, or already
+        answered)."""
+        return self.actions.record_result(
+            action_id, ok=ok, result=result, error=error, profile=self.profile
+        )
 
     # --------------------------------------------------------------- export
 

@@ -14,6 +14,11 @@ memory of ten thousand pages gives answers of the same size as one of ten pages.
 - *Tab clean-up* advice (keep / read later / close) cites the data each verdict rests
   on: how long the tab sat untouched, visits, whether the text is captured, bookmarks,
   highlights and notes, duplicates.
+- *Related content* is found from the page's passage vectors (several passages spread
+  over the page, so the whole page counts, not one paragraph), leaving out the page
+  itself and its near-duplicates; without vectors, from its key words.
+- *Open-tab summaries* take the captured text of the open tabs as sources for the
+  summary chain.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from backtrail.errors import InvalidInput, NotFound
-from backtrail.memory import Memory, TimelineEntry
+from backtrail.memory import Memory, PageText, TimelineEntry
 from backtrail.store import Bookmark, Highlight, Tab
 from backtrail.summaries import Source, terms
 
@@ -35,7 +40,8 @@ __all__ = [
     "SessionSettings", "SessionPage", "ResearchSession", "SessionList", "Week", "Digest",
     "DomainCount", "DigestItem", "TabAdvice", "TabCleanup", "research_sessions",
     "parse_week", "weekly_digest", "digest_sources", "tab_cleanup", "topic_sources",
-    "find_bookmarks", "find_highlights",
+    "find_bookmarks", "find_highlights", "RelatedPage", "Related", "related_content",
+    "OpenTabs", "open_tab_sources",
 ]  # fmt: skip
 
 MAX_SESSIONS_PER_PAGE = 20
@@ -596,3 +602,190 @@ def _advise(
             )
         return verdict("read_later", "open for days without being read")
     return verdict("keep", "opened recently enough to still be in use")
+
+
+# ------------------------------------------------------------- related content
+
+
+MAX_RELATED = 25
+DUPLICATE_SHINGLES = 0.8
+"""Word 5-shingle Jaccard similarity at or above which two pages are near-duplicates."""
+DUPLICATE_VECTORS = 0.97
+"""Mean passage-vector similarity at or above which two pages are near-duplicates."""
+_COMPARE_CHARS = 20_000
+_KEYWORDS = 12
+_MIN_KEYWORD_SCORE = 0.15
+"""Keyword matches scoring below this fraction of the best one are noise (a shared
+common word), not related pages."""
+
+
+@dataclass(frozen=True)
+class RelatedPage:
+    """A page related to the one asked about. ``score`` is the mean cosine similarity
+    of its passages to the probe passages (``vectors``), or the BM25 score relative to
+    the best match (``keywords``); ``snippet`` is its closest passage (web text)."""
+
+    page_id: int
+    url: str
+    title: str | None
+    domain: str
+    score: float
+    snippet: str
+    last_seen: int
+    visit_count: int
+    captured_at: int | None
+
+
+@dataclass(frozen=True)
+class Related:
+    """Pages related to ``page_id``, best first. ``method`` is ``vectors`` (passage
+    embeddings) or ``keywords`` (BM25 over the page's title and key terms, when the
+    page has no vectors); ``duplicates`` are near-copies of the page that were left
+    out; ``note`` says why keywords were used."""
+
+    page_id: int
+    url: str
+    title: str | None
+    method: str
+    pages: tuple[RelatedPage, ...]
+    duplicates: tuple[RelatedPage, ...]
+    note: str | None
+
+
+def _shingles(text: str, size: int = 5) -> set[int]:
+    words = text[:_COMPARE_CHARS].lower().split()
+    if len(words) < size:
+        return {hash(" ".join(words))} if words else set()
+    return {hash(" ".join(words[i : i + size])) for i in range(len(words) - size + 1)}
+
+
+def _jaccard(a: set[int], b: set[int]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def related_content(
+    memory: Memory,
+    url: str | None = None,
+    *,
+    page_id: int | None = None,
+    limit: int = 10,
+) -> Related:
+    """Pages similar to the page at ``url`` (or ``page_id``): by the vectors of several
+    of its passages when they exist, else by its keywords. The page itself and its
+    near-duplicates (same text at another address: shingle or vector similarity above
+    the thresholds) are left out."""
+    limit = _bounded(limit, "limit", 1, MAX_RELATED)
+    page = memory.get_page(url, page_id=page_id, length=_COMPARE_CHARS)
+    own = _shingles(page.text)
+    probes = memory.similar_pages(page.page_id, k=limit * 3 + 10)
+    note = None
+    if probes:
+        method = "vectors"
+        scores = _vector_scores(probes)
+    else:
+        method = "keywords"
+        note = (
+            "semantic search is off (lean mode), so pages sharing its key words are listed"
+            if not memory.config.embeddings
+            else "its passages have no vectors yet, so pages sharing its key words are listed"
+        )
+        scores = _keyword_scores(memory, page, limit * 3 + 5)
+    kept: list[RelatedPage] = []
+    duplicates: list[RelatedPage] = []
+    for candidate, (score, snippet, closest) in sorted(scores.items(), key=lambda kv: -kv[1][0]):
+        if len(kept) >= limit or len(kept) + len(duplicates) >= limit * 3:
+            break
+        try:
+            other = memory.get_page(page_id=candidate, length=_COMPARE_CHARS)
+        except NotFound:
+            continue  # forgotten since it was indexed
+        item = RelatedPage(
+            other.page_id, other.url, other.title, other.domain, round(score, 4), snippet,
+            other.last_seen, other.visit_count, other.captured_at,
+        )  # fmt: skip
+        copy = _jaccard(own, _shingles(other.text)) >= DUPLICATE_SHINGLES
+        if copy or (method == "vectors" and closest >= DUPLICATE_VECTORS):
+            duplicates.append(item)
+        else:
+            kept.append(item)
+    return Related(page.page_id, page.url, page.title, method, tuple(kept), tuple(duplicates),
+                   note)  # fmt: skip
+
+
+def _vector_scores(
+    probes: list[dict[int, tuple[float, str]]],
+) -> dict[int, tuple[float, str, float]]:
+    """``{page_id: (mean similarity over probes, best snippet, mean similarity)}``; a
+    probe that did not reach a page counts as 0."""
+    totals: dict[int, float] = {}
+    best: dict[int, tuple[float, str]] = {}
+    for probe in probes:
+        for candidate, (similarity, snippet) in probe.items():
+            totals[candidate] = totals.get(candidate, 0.0) + similarity
+            if similarity > best.get(candidate, (-2.0, ""))[0]:
+                best[candidate] = (similarity, snippet)
+    count = len(probes)
+    return {c: (t / count, best[c][1], t / count) for c, t in totals.items()}
+
+
+def _keyword_scores(
+    memory: Memory, page: PageText, count: int
+) -> dict[int, tuple[float, str, float]]:
+    words = Counter(terms(page.text))
+    for word in terms(page.title or ""):
+        words[word] += 3
+    query = " ".join(word for word, _ in words.most_common(_KEYWORDS))
+    if not query:
+        return {}
+    found = memory.search(query, limit=min(50, count), kinds=["page"], mode="bm25")
+    hits = [r for r in found.results if r.id != page.page_id]
+    top = max((r.score for r in hits), default=0.0) or 1.0
+    return {
+        r.id: (r.score / top, r.snippet.replace("**", ""), 0.0)
+        for r in hits
+        if r.score / top >= _MIN_KEYWORD_SCORE
+    }
+
+
+# ------------------------------------------------------------------ open tabs
+
+
+MAX_SUMMARY_TABS = 50
+
+
+@dataclass(frozen=True)
+class OpenTabs:
+    """The open tabs to summarise: ``sources`` (their captured text, grouped by
+    window), the tabs whose text is not captured, and how many tabs are open."""
+
+    sources: tuple[Source, ...]
+    uncaptured: tuple[Tab, ...]
+    total: int
+    omitted: int
+
+
+def open_tab_sources(memory: Memory, *, max_tabs: int = 30, chars: int = 1_500) -> OpenTabs:
+    """The open web tabs (each page once, most recently used first, at most
+    ``max_tabs``) as summary sources: each tab's captured text, labelled with its
+    window."""
+    max_tabs = _bounded(max_tabs, "max_tabs", 1, MAX_SUMMARY_TABS)
+    tabs = memory.list_tabs()
+    web: dict[str, Tab] = {}
+    for tab in sorted(tabs, key=lambda t: -_recency(t)):
+        if tab.canonical_url is not None and tab.canonical_url not in web:
+            web[tab.canonical_url] = tab
+    chosen = list(web.values())[:max_tabs]
+    sources: list[Source] = []
+    uncaptured: list[Tab] = []
+    for tab in sorted(chosen, key=lambda t: (t.window_id, t.index or 0, t.tab_id)):
+        try:
+            page = memory.get_page(tab.url, length=chars)
+        except NotFound:
+            page = None
+        if page is None or not page.text.strip():
+            uncaptured.append(tab)
+            continue
+        group = f"Window {tab.window_id}"
+        sources.append(Source(page.title or tab.title, page.url, page.text, "page", "web",
+                              page.domain, page.captured_at, group))  # fmt: skip
+    return OpenTabs(tuple(sources), tuple(uncaptured), len(tabs), max(0, len(web) - max_tabs))

@@ -54,11 +54,14 @@ from backtrail.errors import (
 )
 from backtrail.extract import decode_html, extract_main_text
 from backtrail.indexer import (
+    TYPE_PASSAGE,
     EntityReader,
     Indexer,
     IndexFailure,
     IndexLag,
     Progress,
+    chunk_text,
+    doc_id,
     parse_doc_id,
 )
 from backtrail.store import (
@@ -338,6 +341,13 @@ class Memory:
     @property
     def indexer(self) -> Indexer:
         return self._indexer
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger under this service, for the service layer's own modules
+        (``browser_sync``, ``actions``) that share its connection and transactions.
+        Front ends call the service methods instead."""
+        return self._ledger
 
     # ------------------------------------------------------------- internals
 
@@ -1114,6 +1124,65 @@ class Memory:
     def reindex(self, *, progress: Progress | None = None) -> IndexLag:
         """Rebuild the whole index from the ledger."""
         return self._indexer.reindex(progress=_progress(progress), vectors=self.config.embeddings)
+
+    def similar_pages(
+        self, page_id: int, *, probes: int = 6, k: int = 30
+    ) -> list[dict[int, tuple[float, str]]] | None:
+        """Pages near a page by meaning: for up to ``probes`` of its passages (spread
+        over its text), the pages whose passages lie closest to that passage's vector,
+        as ``{page_id: (cosine similarity, snippet)}`` (the page itself left out).
+        ``None`` when there is nothing to compare by: embeddings are off, or none of
+        these passages has its vector yet."""
+        page = self._ledger.get_page(page_id=checks.identifier(page_id, "page_id"),
+                                     with_text=True)  # fmt: skip
+        count = checks.integer(probes, "probes", minimum=1)
+        wanted = checks.integer(k, "k", minimum=1)
+        if not self.config.embeddings or not page.text:
+            return None
+        cfg = self.config
+        total = len(chunk_text(page.text, cfg.passage_chars, cfg.passage_overlap,
+                               cfg.max_passages_per_page))  # fmt: skip
+        numbers = sorted({round(i * (total - 1) / max(1, count - 1)) for i in range(count)})
+        found: list[dict[int, tuple[float, str]]] = []
+        for number in numbers:
+            try:
+                hits = self._indexer.index.similar(doc_id(TYPE_PASSAGE, page.id, number), wanted)
+            except _core.InvalidArgument:
+                continue  # not indexed yet
+            except _core.CoreError as error:
+                raise IndexFailure(f"similarity search failed: {error}") from error
+            if not hits:
+                continue  # this passage has no vector yet
+            near: dict[int, tuple[float, str]] = {}
+            for hit in hits:
+                try:
+                    ref = parse_doc_id(hit["id"])
+                except ValueError:
+                    continue
+                similarity = hit["explanation"].get("vector_similarity")
+                if ref.entity_type != "page" or ref.entity_id == page.id or similarity is None:
+                    continue
+                if similarity > near.get(ref.entity_id, (-2.0, ""))[0]:
+                    near[ref.entity_id] = (float(similarity), hit["snippet"])
+            found.append(near)
+        return found or None
+
+    def hold_write_lock(self, seconds: float, *, client: str | None = None) -> float:
+        """Hold the ledger's write lock for ``seconds`` on a connection of its own (so
+        this process's reads go on), recording a ``demo.lock_hold`` event as ``client``
+        (default: this memory's); returns how long it was held. Writers everywhere
+        meanwhile wait up to their ``busy_timeout_ms``, then fail with ``StoreBusy``:
+        the contention demo of mcp-memory-bridge's ``lock_hold``."""
+        cfg = self.config
+        holder = Ledger(
+            cfg.ledger_path, client=client or self._ledger.client,
+            busy_timeout_ms=cfg.busy_timeout_ms,
+            limits=cfg.limits(), clock=self._clock, synchronous=cfg.synchronous,
+        )  # fmt: skip
+        try:
+            return holder.hold_write_lock(seconds)
+        finally:
+            holder.close()
 
     def index_lag(self) -> IndexLag:
         """How far the index is behind the ledger (text and vectors)."""

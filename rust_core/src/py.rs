@@ -437,6 +437,8 @@ fn hits_to<'py>(py: Python<'py>, hits: &[Hit]) -> PyResult<Bound<'py, PyList>> {
         x.set_item("bm25_score", e.bm25.map(|b| b.1))?;
         x.set_item("vector_rank", e.vector_rank)?;
         x.set_item("vector_similarity", e.similarity)?;
+        x.set_item("coverage", e.coverage)?;
+        x.set_item("bm25_weight", e.bm25_weight)?;
         x.set_item("fusion", e.fusion)?;
         x.set_item("decay", e.decay)?;
         x.set_item("visit_boost", e.visit_boost)?;
@@ -480,7 +482,10 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
             }
             "bm25_weight" => o.rank.bm25_weight = value.extract().map_err(bad)?,
             "rrf_k" => o.rank.rrf_k = value.extract().map_err(bad)?,
+            "vector_z_clip" => o.rank.vector_z_clip = value.extract().map_err(bad)?,
+            "coverage_weighting" => o.rank.coverage_weighting = value.extract().map_err(bad)?,
             "title_boost" => o.title_boost = value.extract().map_err(bad)?,
+            "proximity_boost" => o.proximity_boost = value.extract().map_err(bad)?,
             "decay_half_life_days" => o.rank.decay_half_life_days = value.extract().map_err(bad)?,
             "decay_floor" => o.rank.decay_floor = value.extract().map_err(bad)?,
             "visit_weight" => o.rank.visit_weight = value.extract().map_err(bad)?,

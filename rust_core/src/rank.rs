@@ -16,20 +16,34 @@ pub enum Fusion {
     Convex,
     /// `w / (k + bm25_rank) + (1 - w) / (k + vector_rank)`.
     Rrf,
-    /// `w * z(bm25) + (1 - w) * z(similarity)`, z-scores over the candidate pool, rescaled
-    /// to [0, 1] so recency and visit multipliers keep their meaning.
+    /// `w * z(bm25) + (1 - w) * clip(z(similarity))`, z-scores over the candidate pool
+    /// (the similarity's clipped to `±vector_z_clip`), rescaled to [0, 1] so recency and
+    /// visit multipliers keep their meaning.
     Zscore,
 }
 
 /// Weights of the ranking; every one is a parameter with a tested default.
+///
+/// The BM25 weight adapts to the query: `coverage` is the share of the query's words the
+/// best BM25 document holds. A query whose words all appear there (a remembered phrase,
+/// a sentence from the page) is a lexical match to trust; one whose words mostly do not
+/// (a paraphrase, a vague description) leans on meaning. With `coverage_weighting` the
+/// weight is `bm25_weight + (1 - bm25_weight) * coverage`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankOptions {
     /// Fusion method.
     pub fusion: Fusion,
-    /// Weight of BM25 in the fusion (the vector signal gets `1 - bm25_weight`).
+    /// Weight of BM25 in the fusion (the vector signal gets the rest); with
+    /// `coverage_weighting`, the weight when the best BM25 match holds none of the words.
     pub bm25_weight: f32,
+    /// Raise the BM25 weight towards 1 as the best BM25 match covers more of the query.
+    pub coverage_weighting: bool,
     /// RRF's rank offset.
     pub rrf_k: f32,
+    /// With [`Fusion::Zscore`], how many standard deviations the similarity may move a
+    /// document (0: unclipped). Clipping lets vectors reorder near-ties and rescue queries
+    /// BM25 barely matches without overturning a strong lexical match.
+    pub vector_z_clip: f32,
     /// Age (days since last seen) at which recency halves the boost; 0 disables decay.
     pub decay_half_life_days: f32,
     /// Lowest multiplier age can bring a score to.
@@ -41,9 +55,11 @@ pub struct RankOptions {
 impl Default for RankOptions {
     fn default() -> Self {
         RankOptions {
-            fusion: Fusion::Convex,
-            bm25_weight: 0.5,
+            fusion: Fusion::Zscore,
+            bm25_weight: 0.4,
+            coverage_weighting: true,
             rrf_k: 60.0,
+            vector_z_clip: 0.0,
             decay_half_life_days: 0.0,
             decay_floor: 0.5,
             visit_weight: 0.0,
@@ -68,6 +84,11 @@ pub struct Candidate {
     pub vector_rank: Option<usize>,
     /// Cosine similarity to the query vector.
     pub similarity: Option<f32>,
+    /// Share of the query's words the best BM25 document holds (the same for every
+    /// candidate of one search).
+    pub coverage: f32,
+    /// BM25 weight used in the fusion (the same for every candidate of one search).
+    pub bm25_weight: f32,
     /// Fused relevance.
     pub fusion: f32,
     /// Recency multiplier.
@@ -89,6 +110,8 @@ impl Candidate {
             bm25: None,
             vector_rank: None,
             similarity: None,
+            coverage: 0.0,
+            bm25_weight: 0.0,
             fusion: 0.0,
             decay: 1.0,
             visit_boost: 1.0,
@@ -114,7 +137,9 @@ pub fn visit_boost(visits: u64, opts: &RankOptions) -> f32 {
 
 /// Computes fusion, decay, boost and final score of every candidate, then sorts best first
 /// (ties broken by id, so results are deterministic).
-pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64) {
+/// `coverage` is the share of the query's words found in the best BM25 document (see
+/// [`RankOptions`]); it only matters with `coverage_weighting`.
+pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64, coverage: f32) {
     let max_bm25 = cands
         .iter()
         .filter_map(|c| c.bm25.map(|b| b.1))
@@ -125,13 +150,17 @@ pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64) {
     });
     let has_bm25 = max_bm25 > 0.0;
     let has_vec = hi.is_finite();
+    let base = opts.bm25_weight.clamp(0.0, 1.0);
     let w = match (has_bm25, has_vec) {
-        (true, true) => opts.bm25_weight.clamp(0.0, 1.0),
+        (true, true) if opts.coverage_weighting => base + (1.0 - base) * coverage.clamp(0.0, 1.0),
+        (true, true) => base,
         (true, false) => 1.0,
         (false, _) => 0.0,
     };
-    let zs = (opts.fusion == Fusion::Zscore).then(|| zscores(cands, lo));
+    let zs = (opts.fusion == Fusion::Zscore).then(|| zscores(cands, lo, opts.vector_z_clip));
     for (i, c) in cands.iter_mut().enumerate() {
+        c.coverage = coverage;
+        c.bm25_weight = w;
         c.fusion = match opts.fusion {
             Fusion::Zscore => {
                 let (zb, zv) = zs.as_ref().map_or((0.0, 0.0), |z| z[i]);
@@ -164,15 +193,19 @@ pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64) {
     cands.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 }
 
-/// Per-candidate z-scores of BM25 (0 when absent) and similarity (`lowest` when absent).
-fn zscores(cands: &[Candidate], lowest: f32) -> Vec<(f32, f32)> {
+/// Per-candidate z-scores of BM25 (0 when absent) and similarity (`lowest` when absent;
+/// clipped to `±clip` when `clip > 0`).
+fn zscores(cands: &[Candidate], lowest: f32, clip: f32) -> Vec<(f32, f32)> {
     let b: Vec<f32> = cands.iter().map(|c| c.bm25.map_or(0.0, |x| x.1)).collect();
     let lowest = if lowest.is_finite() { lowest } else { 0.0 };
     let v: Vec<f32> = cands
         .iter()
         .map(|c| c.similarity.unwrap_or(lowest))
         .collect();
-    let (zb, zv) = (standardise(&b), standardise(&v));
+    let (zb, mut zv) = (standardise(&b), standardise(&v));
+    if clip > 0.0 {
+        zv.iter_mut().for_each(|z| *z = z.clamp(-clip, clip));
+    }
     zb.into_iter().zip(zv).collect()
 }
 
@@ -271,7 +304,13 @@ mod tests {
             cand(3, 3, None, Some(0.9)),
             cand(4, 4, Some(1.0), Some(0.1)),
         ];
-        score(&mut c, &RankOptions::default(), 0);
+        let convex = RankOptions {
+            fusion: Fusion::Convex,
+            bm25_weight: 0.5,
+            coverage_weighting: false,
+            ..RankOptions::default()
+        };
+        score(&mut c, &convex, 0, 0.0);
         assert_eq!(c.iter().map(|c| c.id).collect::<Vec<_>>(), [2, 1, 3, 4]);
         assert!((c[0].fusion - (0.5 * 0.8 + 0.5 * 0.875)).abs() < 1e-6);
     }
@@ -286,18 +325,63 @@ mod tests {
         ];
         let o = RankOptions {
             fusion: Fusion::Zscore,
+            bm25_weight: 0.5,
+            coverage_weighting: false,
+            vector_z_clip: 0.0,
             ..RankOptions::default()
         };
-        score(&mut c, &o, 0);
+        score(&mut c, &o, 0, 0.0);
         assert_eq!(c[0].id, 2);
         assert_eq!(c[0].fusion, 1.0);
         assert_eq!(c.last().unwrap().fusion, 0.0);
     }
 
     #[test]
+    fn clipped_vector_scores_cannot_overturn_a_strong_lexical_lead() {
+        // Doc 1 leads BM25 by far; doc 2 is far closer in meaning.
+        let pool = || {
+            let mut c = vec![
+                cand(1, 1, Some(30.0), Some(0.1)),
+                cand(2, 2, Some(5.0), Some(0.9)),
+            ];
+            c.extend((3..13).map(|i| cand(i, i, Some(4.0), Some(0.2))));
+            c
+        };
+        let fixed = |clip| RankOptions {
+            vector_z_clip: clip,
+            bm25_weight: 0.5,
+            coverage_weighting: false,
+            ..RankOptions::default()
+        };
+        let mut clipped = pool();
+        score(&mut clipped, &fixed(1.0), 0, 0.0);
+        assert_eq!(clipped[0].id, 1);
+        let mut unclipped = pool();
+        score(&mut unclipped, &fixed(0.0), 0, 0.0);
+        assert_eq!(unclipped[0].id, 2);
+    }
+
+    #[test]
+    fn full_coverage_of_the_query_by_the_best_bm25_match_means_bm25_order() {
+        let pool = || {
+            vec![
+                cand(1, 1, Some(10.0), Some(0.1)),
+                cand(2, 2, Some(9.0), Some(0.9)),
+                cand(3, 3, Some(1.0), Some(0.5)),
+            ]
+        };
+        let mut covered = pool();
+        score(&mut covered, &RankOptions::default(), 0, 1.0);
+        assert_eq!(covered.iter().map(|c| c.id).collect::<Vec<_>>(), [1, 2, 3]);
+        let mut loose = pool();
+        score(&mut loose, &RankOptions::default(), 0, 0.0);
+        assert_eq!(loose[0].id, 2, "with no coverage the meaning decides");
+    }
+
+    #[test]
     fn bm25_only_pools_rank_by_bm25() {
         let mut c = vec![cand(1, 1, Some(1.0), None), cand(2, 2, Some(3.0), None)];
-        score(&mut c, &RankOptions::default(), 0);
+        score(&mut c, &RankOptions::default(), 0, 0.0);
         assert_eq!(c[0].id, 2);
         assert_eq!(c[0].fusion, 1.0);
     }

@@ -326,6 +326,10 @@ fn hybrid_search_explains_both_signals_and_groups_passages_by_page() {
     let mut req = vector_request(&q, 5);
     req.query = "autovacuum";
     req.mode = Mode::Hybrid;
+    // Both passages hold the one query word, so coverage weighting would make this BM25
+    // alone; a fixed weight shows the fusion itself.
+    req.options.rank.coverage_weighting = false;
+    req.options.rank.bm25_weight = 0.5;
     let hits = index.search(&req).unwrap();
     assert_eq!(hits.len(), 2, "one hit per page");
     assert_eq!(hits[0].doc.parent, 100);

@@ -175,7 +175,29 @@ fn commit_batches_forever(dir: &Path) {
         let ops = (0..BATCH).map(|i| Op::Upsert(doc(b * 10_000 + i + 1, &format!("batch{b}"))));
         index.stage(ops).unwrap();
         index.commit(Some(b.to_string())).unwrap();
+        println!("COMMITTED {b}");
+        std::io::stdout().flush().unwrap();
         b += 1;
+    }
+}
+
+/// Blocks until the child reports its first commit, so every round makes progress
+/// however slow the machine is (a fixed sleep before the kill once starved this test).
+fn await_first_commit(child: &mut Child, round: u64) {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line.starts_with("COMMITTED") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if rx.recv_timeout(Duration::from_secs(120)).is_err() {
+        let _ = child.kill();
+        panic!("round {round}: the batcher committed nothing within 120 s");
     }
 }
 
@@ -185,8 +207,9 @@ fn a_writer_killed_mid_batch_leaves_each_batch_fully_visible_or_absent() {
     let mut rounds_with_partial_batches = HashMap::new();
     for round in 0..20u64 {
         let mut child = spawn_worker("batcher", dir.path(), 0);
-        // Vary the moment of death over a commit's life (about 10 to 800 ms).
-        std::thread::sleep(Duration::from_millis(10 + (round * 397) % 790));
+        await_first_commit(&mut child, round);
+        // Vary the moment of death over the next commits' life (0 to about 400 ms).
+        std::thread::sleep(Duration::from_millis((round * 397) % 400));
         child.kill().unwrap();
         child.wait().unwrap();
 
@@ -221,7 +244,7 @@ fn a_writer_killed_mid_batch_leaves_each_batch_fully_visible_or_absent() {
         .unwrap()
         .map_or(0, |w| w.parse::<u64>().unwrap() + 1);
     assert!(
-        committed >= 5,
+        committed >= 20,
         "the workers committed only {committed} batches in 20 rounds"
     );
 }

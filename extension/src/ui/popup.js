@@ -3,6 +3,7 @@
 
 import { $, ask, el, flash, formatTime, STATUS_TEXT } from "./ask.js";
 import { ext } from "../ext.js";
+import { snippetParts } from "./snippet.js";
 
 let cursor = null;
 let lastQuery = "";
@@ -60,7 +61,7 @@ function renderResults(results, append) {
       { title: hit.url ?? "" },
       el("div", { className: "title" }, hit.title || hit.url || "(untitled)"),
       el("div", { className: "url" }, hit.url ?? ""),
-      el("div", { className: "snippet" }, hit.snippet ?? ""),
+      el("div", { className: "snippet" }, ...snippetParts(hit.snippet).map((part) => (part.marked ? el("mark", {}, part.text) : part.text))),
       el("div", { className: "when" }, [hit.kind, formatTime(hit.visit_time)].filter(Boolean).join(" · ")),
     );
     if (hit.url) item.addEventListener("click", () => ask("openUrl", { url: hit.url }).then(() => window.close()));

@@ -41,7 +41,8 @@ from backtrail.memory import Memory
 from backtrail.summaries import Sampler, SummaryChain
 
 __all__ = ["build_server", "Runtime", "Caller", "Reply", "MemoryHolder", "READ_ONLY",
-           "WRITES", "DESTRUCTIVE", "OVERWRITES", "SUMMARY"]  # fmt: skip
+           "WRITES", "DESTRUCTIVE", "OVERWRITES", "SUMMARY", "BROWSER", "CLOSES",
+           "DEMO"]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,19 @@ SUMMARY = ToolAnnotations(
 )
 """Reads the memory, and may send excerpts to the configured language model (the
 client's own via sampling, the Anthropic API or Ollama) to write a summary."""
+BROWSER = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
+"""Asks the user's browser to do something that adds (a tab group, a bookmark, a
+capture), if the user allowed that action in the extension's options."""
+CLOSES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
+)
+"""Asks the user's browser to close tabs (off unless the user allowed it)."""
+DEMO = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+"""Operator demo: holds a lock, changes no data (records one audit event)."""
 
 _LABEL_CHARS = re.compile(r"[^A-Za-z0-9._:@/+ -]")
 
@@ -289,7 +303,7 @@ def build_server(
     """The Backtrail MCP server: browsing-memory tools, shared facts compatible with
     mcp-memory-bridge, resources and prompts. ``memory_factory`` is called once, on
     first use (or pass a ``holder`` that is already open)."""
-    from backtrail.mcp_server import facts, prompts, resources, tools
+    from backtrail.mcp_server import action_tools, demo_tools, facts, prompts, resources, tools
 
     runtime = Runtime(
         holder if holder is not None else MemoryHolder(memory_factory),
@@ -302,7 +316,10 @@ def build_server(
         instructions=identity.INSTRUCTIONS, log_level="WARNING",
     )  # fmt: skip
     tools.register(server, runtime)
+    action_tools.register(server, runtime)
     facts.register(server, runtime)
+    if runtime.settings.demo_tools:
+        demo_tools.register(server, runtime)
     resources.register(server, runtime)
     prompts.register(server, runtime)
     return server

@@ -24,6 +24,14 @@ Variable                                  Meaning
 ``MCP_DEBUG_LOG``                         tool call to (JSON lines, no secrets).
 ``BACKTRAIL_MCP_FAST_START``              ``0``: let the SDK answer ``initialize``
                                           itself (slower start; for debugging).
+``BACKTRAIL_MCP_ACTION_WAIT``             Seconds a browser-action tool waits for the
+                                          browser's outcome (default 15).
+``BACKTRAIL_MCP_ACTION_CLAIM_WAIT``       Seconds it waits for a browser to pick the
+                                          action up at all (default 3).
+``BACKTRAIL_MCP_ACTION_TTL``              Seconds an action stays deliverable before it
+                                          expires (default 120).
+``MCP_ENABLE_DEMO_TOOLS``,                ``1``: also register ``lock_hold``, the
+``BACKTRAIL_MCP_DEMO_TOOLS``              write-lock contention demo.
 ``MCP_EMBEDDINGS``                        ``off``: lean mode, BM25 only, no model.
 ``MCP_SQLITE_BUSY_TIMEOUT``               Ledger busy timeout (milliseconds).
 ``MCP_LOG_READS``                         ``on``/``off``: record reads in the audit log.
@@ -41,6 +49,9 @@ from typing import Any
 __all__ = ["McpSettings", "config_overrides", "DEFAULT_PORT", "env_flag"]
 
 DEFAULT_PORT = 8765
+DEFAULT_ACTION_WAIT = 15.0
+DEFAULT_ACTION_CLAIM_WAIT = 3.0
+DEFAULT_ACTION_TTL = 120
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -80,6 +91,10 @@ class McpSettings:
     preload_model: bool = False
     call_log: Path | None = None
     fast_start: bool = True
+    action_wait: float = DEFAULT_ACTION_WAIT
+    action_claim_wait: float = DEFAULT_ACTION_CLAIM_WAIT
+    action_ttl: int = DEFAULT_ACTION_TTL
+    demo_tools: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> McpSettings:
@@ -107,11 +122,33 @@ class McpSettings:
             ),
             "call_log": Path(call_log).expanduser() if call_log else None,
             "fast_start": env_flag(env, "BACKTRAIL_MCP_FAST_START") is not False,
+            "action_wait": _seconds(env, "BACKTRAIL_MCP_ACTION_WAIT", DEFAULT_ACTION_WAIT),
+            "action_claim_wait": _seconds(
+                env, "BACKTRAIL_MCP_ACTION_CLAIM_WAIT", DEFAULT_ACTION_CLAIM_WAIT
+            ),
+            "action_ttl": max(1, int(_seconds(env, "BACKTRAIL_MCP_ACTION_TTL",
+                                              DEFAULT_ACTION_TTL))),  # fmt: skip
+            "demo_tools": bool(
+                env_flag(env, "BACKTRAIL_MCP_DEMO_TOOLS", "MCP_ENABLE_DEMO_TOOLS")
+            ),
         }
         for name, value in overrides.items():
             if value is not None and value != ():
                 values[name] = value
         return cls(**values)
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = _first(env, name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not 0 <= value <= 3_600:
+        raise ValueError(f"{name} must be from 0 to 3600 seconds, not {raw!r}")
+    return value
 
 
 def config_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -4,12 +4,14 @@ and translation to :class:`~backtrail.browser_sync.BrowserSync` / ``Memory`` cal
 No rule about what is stored lives here: handlers read fields (``schema.Fields``),
 convert milliseconds to seconds, call the service, and shape its answer. The dispatcher
 also keeps the session's protocol state: whether ``hello`` succeeded, the responses of
-recent queued requests (a resent id gets the stored answer), and open exports.
+recent queued requests (a resent id gets the stored answer), and open exports; and it
+hands the session loop the browser actions waiting for this browser (:meth:`pushes`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -17,20 +19,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from backtrail import __version__, urls
+from backtrail.actions import wire_id
 from backtrail.browser_sync import EXPORT_KINDS, BrowserSync, HistoryVisit, VisitRecord
-from backtrail.errors import InvalidUrl
+from backtrail.errors import BacktrailError, InvalidUrl
 from backtrail.native_host.codes import RETRYABLE, Code, HostError, error_for
 from backtrail.native_host.export import ExportPager, fit, search_item
 from backtrail.native_host.framing import MAX_RESPONSE_BYTES, Inbound
 from backtrail.native_host.schema import MAX_URL_CHARS, Fields
-from backtrail.store import BookmarkInput, TabInput
+from backtrail.store import Action, BookmarkInput, TabInput
 
 __all__ = ["PROTOCOL_VERSION", "MESSAGE_TYPES", "BATCHED_TYPES", "Dispatcher", "response"]
 
 logger = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
-HOST_CAPABILITIES = ("search", "export")
+HOST_CAPABILITIES = ("search", "export", "actions")
 
 MESSAGE_TYPES = (
     "hello", "capture_page", "visit", "tab_snapshot", "tab_event", "history_import",
@@ -53,6 +56,8 @@ BATCHED_TYPES = frozenset({
 
 _REMEMBERED = 1_000
 _BATCH_SECONDS = 0.25
+_ACTION_POLL_SECONDS = 0.25
+_ACTIONS_PER_POLL = 10
 _MAX_KEY_CHARS = 200
 _MAX_LABEL_CHARS = 256
 _SEARCH_KINDS = ("page", "highlight", "note", "bookmark")
@@ -93,13 +98,18 @@ class Dispatcher:
         max_request_bytes: int,
         failure: str | None = None,
         batch_seconds: float = _BATCH_SECONDS,
+        action_poll_seconds: float = _ACTION_POLL_SECONDS,
     ) -> None:
         self.sync = sync
         self.failure = failure
         self.max_request_bytes = max_request_bytes
         self.batch_seconds = batch_seconds
+        self.action_poll_seconds = action_poll_seconds
         self.greeted = False
         self.profile: str | None = None
+        self.takes_actions = False  # the extension said it handles `action` pushes
+        self.claimer = f"native-host:{os.getpid()}"
+        self._next_poll = 0.0
         self._answers: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
         self._exports = ExportPager()
         self._handlers: dict[str, Callable[[Fields], dict[str, Any]]] = {
@@ -245,12 +255,14 @@ class Dispatcher:
         name = browser.string("name", max_chars=64)
         browser.string("version", required=False, nullable=True, min_chars=0, max_chars=64)
         profile = f.string("profile_id", max_chars=64)
-        f.strings("capabilities", max_items=64, max_chars=64, required=False)
+        capabilities = f.strings("capabilities", max_items=64, max_chars=64, required=False)
         f.boolean("paused", required=False)
         assert profile is not None
         self.sync.use_profile(profile)
         self.profile = profile
         self.greeted = True
+        self.takes_actions = "actions" in (capabilities or [])
+        self._next_poll = 0.0
         logger.info("hello from %s extension %s", name, version)
         return {
             "protocol": PROTOCOL_VERSION,
@@ -430,11 +442,54 @@ class Dispatcher:
         return {"settings": document, "version": version}
 
     def _action_result(self, f: Fields) -> dict[str, Any]:
-        f.string("action_id", max_chars=_MAX_KEY_CHARS)
-        f.boolean("ok")
-        f.object("result", required=False, nullable=True)
-        f.object("error", required=False, nullable=True)
-        return {}  # host version 1 sends no actions: every action_id is unknown
+        assert self.sync is not None
+        action_id = f.string("action_id", max_chars=_MAX_KEY_CHARS)
+        ok = f.boolean("ok")
+        result = f.object("result", required=False, nullable=True)
+        error = f.object("error", required=False, nullable=True)
+        recorded = self.sync.action_result(
+            action_id or "", ok=bool(ok), result=result.obj if result is not None else None,
+            error=error.obj if error is not None else None,
+        )  # fmt: skip
+        if recorded is not None:
+            logger.info("action %s: %s", action_id, recorded.status)
+        return {}  # an unknown (or already answered) action_id is not an error
+
+    # --------------------------------------------------------------- pushes
+
+    def push_wait(self) -> float | None:
+        """How long the session loop may wait for frames before calling
+        :meth:`pushes` again (``None``: no pushes on this connection yet)."""
+        if self.sync is None or not self.greeted or not self.takes_actions:
+            return None
+        return max(0.0, self._next_poll - time.monotonic())
+
+    def pushes(self) -> list[dict[str, Any]]:
+        """``action`` messages for the extension: the pending actions for this browser,
+        claimed for this host (at most one ledger read per ``action_poll_seconds``)."""
+        if self.push_wait() != 0.0:
+            return []
+        assert self.sync is not None
+        self._next_poll = time.monotonic() + self.action_poll_seconds
+        try:
+            claimed = self.sync.claim_actions(self.claimer, limit=_ACTIONS_PER_POLL)
+        except BacktrailError as error:
+            logger.warning("could not read pending browser actions: %s", error.message)
+            return []
+        for action in claimed:
+            logger.info("pushing action %s (%s)", wire_id(action), action.type)
+        return [_push(action) for action in claimed]
+
+    def undelivered(self, push: dict[str, Any]) -> None:
+        """A push could not be written (the browser went away): record it as failed."""
+        assert self.sync is not None
+        error = {"code": int(Code.INTERNAL_ERROR), "name": "internal_error",
+                 "message": "the browser disconnected before the action reached it"}  # fmt: skip
+        try:
+            self.sync.action_result(str(push.get("action_id")), ok=False, result=None,
+                                    error=error)  # fmt: skip
+        except BacktrailError as problem:
+            logger.warning("could not record an undelivered action: %s", problem.message)
 
     def _pause(self, f: Fields) -> dict[str, Any]:
         assert self.sync is not None
@@ -525,6 +580,12 @@ class Dispatcher:
 
 
 # ---------------------------------------------------------------- records
+
+
+def _push(action: Action) -> dict[str, Any]:
+    """The ``action`` push for an action (PROTOCOL.md section 5)."""
+    return {"type": "action", "action_id": wire_id(action), "action": action.type,
+            **action.payload}  # fmt: skip
 
 
 def _visit_record(f: Fields | None) -> VisitRecord:

@@ -4,6 +4,10 @@ A reader thread parses frames as they arrive and queues them (bounded by bytes);
 main thread takes every frame already waiting, lets the dispatcher answer them (writes
 of consecutive captures share one durable commit) and writes the responses. Reading
 ahead is what lets a burst of captures be acknowledged faster than one commit each.
+
+Between frames (and at least every quarter second once the extension said it takes
+actions) the loop asks the dispatcher for pushes: browser actions assistants proposed,
+which it writes to the extension as ``action`` messages. Only the main thread writes.
 """
 
 from __future__ import annotations
@@ -53,11 +57,12 @@ class _Inbox:
             self._bytes += size
             self._ready.notify_all()
 
-    def take(self, most: int) -> list[Inbound | _End]:
-        """Wait for at least one item; return every waiting one (up to ``most``)."""
+    def take(self, most: int, timeout: float | None = None) -> list[Inbound | _End]:
+        """Wait for at least one item (at most ``timeout`` seconds; then ``[]``);
+        return every waiting one (up to ``most``)."""
         with self._ready:
-            while not self._items:
-                self._ready.wait()
+            if not self._ready.wait_for(lambda: bool(self._items), timeout):
+                return []
             taken: list[Inbound | _End] = []
             while self._items and len(taken) < most:
                 item = self._items.popleft()
@@ -92,8 +97,8 @@ def serve(reader: FrameReader, writer: FrameWriter, dispatcher: Dispatcher) -> i
     thread.start()
     served = 0
     while True:
-        taken = inbox.take(_MAX_TAKE)
-        end = taken[-1] if isinstance(taken[-1], _End) else None
+        taken = inbox.take(_MAX_TAKE, dispatcher.push_wait())
+        end = taken[-1] if taken and isinstance(taken[-1], _End) else None
         frames = [item for item in taken if isinstance(item, Inbound)]
         for answer in dispatcher.handle_all(frames):
             if not _send(writer, answer):
@@ -103,6 +108,26 @@ def serve(reader: FrameReader, writer: FrameWriter, dispatcher: Dispatcher) -> i
         if end is not None:
             logger.info("session ended after %d message(s), status %d", served, end.status)
             return end.status
+        for push in dispatcher.pushes():
+            sent = _push(writer, push)
+            if sent is not True:
+                dispatcher.undelivered(push)
+            if sent is None:
+                logger.info("the browser stopped reading before an action could be pushed")
+                return EXIT_OK
+
+
+def _push(writer: FrameWriter, message: dict) -> bool | None:
+    """Write one push; False if it is too large to send (never an error frame: a push
+    has no id to answer), None if the browser is gone."""
+    try:
+        writer.write(message)
+    except ResponseTooLarge as exc:
+        logger.error("action %s was %d bytes; not sent", message.get("action_id"), exc.size)
+        return False
+    except (BrokenPipeError, ValueError, OSError):
+        return None
+    return True
 
 
 def _send(writer: FrameWriter, answer: dict) -> bool:

@@ -5,11 +5,13 @@ returns and the :class:`Limits` it enforces live in :mod:`backtrail.store.models
 
 Module map: ``core`` (connection, transactions, events, change feed), ``pages`` (pages,
 versions, visits), ``items`` (highlights, notes, bookmarks), ``tabs``, ``facts``,
-``forget``, ``schema`` (DDL and migrations), ``versioning`` (when a capture is a new
-version), ``checks`` (input validation), ``paths`` (data directory), ``ledger`` (the
-class that puts them together, plus settings, stats and change-feed reads).
+``actions`` (browser actions proposed by assistants), ``forget``, ``schema`` (DDL and
+migrations), ``versioning`` (when a capture is a new version), ``checks`` (input
+validation), ``paths`` (data directory), ``ledger`` (the class that puts them together,
+plus settings, stats and change-feed reads).
 """
 
+from backtrail.store.actions import ACTION_TYPES, Action, ActionNotFound
 from backtrail.store.ledger import Ledger
 from backtrail.store.models import (
     Bookmark,
@@ -39,6 +41,9 @@ from backtrail.store.schema import SCHEMA_VERSION
 from backtrail.store.tabs import UNSET
 
 __all__ = [
+    "ACTION_TYPES",
+    "Action",
+    "ActionNotFound",
     "RawCapture",
     "APP_NAME",
     "HOME_ENV",

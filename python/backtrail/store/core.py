@@ -271,6 +271,24 @@ class LedgerCore:
             (entity_type, entity_id, op, aspect, self._now()),
         )
 
+    def hold_write_lock(
+        self, seconds: float, *, wait: Callable[[float], object] = time.sleep
+    ) -> float:
+        """Take the write lock, record a ``demo.lock_hold`` event, keep the lock for
+        ``seconds`` and commit; returns how long it was held. For operators who want to
+        see what contention does: meanwhile every other writer, in any process, waits
+        up to its busy timeout and then fails with ``StoreBusy``."""
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise InvalidInput("seconds", f"must be a number, not {type(seconds).__name__}")
+        if not 0 < seconds <= 600:
+            raise InvalidInput("seconds", f"must be more than 0 and at most 600, got {seconds}")
+        with self._write() as conn:
+            self._event(conn, "demo.lock_hold", "ledger", None, {"seconds": seconds})
+            started = time.monotonic()
+            wait(float(seconds))
+            held = time.monotonic() - started
+        return held
+
     def _log_read(self, action: str, target_type: str, target: str | int | None) -> None:
         """Record a read as an event when the ledger was opened with ``log_reads``."""
         if not self._log_reads:

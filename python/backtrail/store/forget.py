@@ -14,6 +14,10 @@ except facts with ``everything=True, include_facts=True``):
   Bookmarks and open tabs mirror the browser's current state and are left alone.
 - ``everything``: every page, version, visit, highlight, note, bookmark and tab.
 
+Browser actions go too: with ``url``/``domain`` those about a matching page (bookmarks
+and captures an assistant asked for), with a time range those proposed in it, with
+``everything`` all of them.
+
 Raw HTML of captures still waiting for extraction goes with its page; a time range also
 removes the queued captures taken in it.
 
@@ -149,6 +153,7 @@ class ForgetMixin(LedgerCore):
             ids = self._ids(conn, f"SELECT id FROM {table} WHERE {where} ORDER BY id", params)
             counts[table] = self._delete_ids(conn, table, entity_type, ids)
         counts["tabs"] = conn.execute(f"DELETE FROM tabs WHERE {where}", params).rowcount
+        counts["actions"] = conn.execute(f"DELETE FROM actions WHERE {where}", params).rowcount
         counts["referrers_cleared"] = conn.execute(
             f"UPDATE visits SET referrer = NULL WHERE {referrer_where}", referrer_params
         ).rowcount
@@ -204,6 +209,9 @@ class ForgetMixin(LedgerCore):
                 [start, end],
             )
             counts[table] = self._delete_ids(conn, table, entity_type, ids)
+        counts["actions"] = conn.execute(
+            "DELETE FROM actions WHERE created_at >= ? AND created_at < ?", (start, end)
+        ).rowcount
         return counts
 
     def _recompute_page(self, conn: sqlite3.Connection, page_id: int) -> bool:

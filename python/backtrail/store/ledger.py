@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from backtrail.store import checks
+from backtrail.store.actions import ActionsMixin
 from backtrail.store.facts import FactsMixin
 from backtrail.store.forget import ForgetMixin
 from backtrail.store.items import ItemsMixin
@@ -25,9 +26,9 @@ _COUNTED_TABLES = (
 _MISSING = object()
 
 
-class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ForgetMixin):
+class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, ForgetMixin):
     """The SQLite ledger: pages and versions, visits, bookmarks, highlights, notes, open
-    tabs, facts, settings, the audit log and the change feed.
+    tabs, facts, browser actions, settings, the audit log and the change feed.
 
     ``Ledger(path, client=..., busy_timeout_ms=10_000, limits=Limits(), clock=time.time,
     log_reads=False, synchronous="full")`` opens (creating and migrating as needed) the

@@ -159,11 +159,27 @@ class Visit:
     external_id: str | None
 
 
+HISTORY_TWIN_SECONDS = 2
+"""How close (seconds) a history copy of a visit may be to one already stored from
+another source and still count as the same page load."""
+
+
+def is_history_copy(source: str) -> bool:
+    """Whether visits of ``source`` are copies of a browser's history (see VisitInput)."""
+    return source == "history" or source.startswith("import:")
+
+
 @dataclass(frozen=True)
 class VisitInput:
     """One visit to record or import. With ``external_id`` (the browser's visit id, or a
     client-made uuid) the visit is unique per ``(source, external_id)``; without it, per
-    ``(page, visited_at, source)``. Re-recording an existing visit adds nothing."""
+    ``(page, visited_at, source)``. Re-recording an existing visit adds nothing.
+
+    Sources named ``history`` (the extension's backfill from ``chrome.history``) or
+    ``import:<browser>`` (``backtrail import history``) are copies of a browser's own
+    history: such a visit is also skipped when the page already has a visit from another
+    source within ``HISTORY_TWIN_SECONDS`` of it, since both name the same page load
+    (e.g. the extension recorded it live and the browser's history file has it too)."""
 
     url: str
     visited_at: int

@@ -18,6 +18,7 @@ from backtrail.errors import InvalidInput, InvalidUrl, PageNotFound, VisitNotFou
 from backtrail.store import checks
 from backtrail.store.core import LedgerCore
 from backtrail.store.models import (
+    HISTORY_TWIN_SECONDS,
     CaptureOutcome,
     CaptureResult,
     ImportResult,
@@ -27,6 +28,7 @@ from backtrail.store.models import (
     Visit,
     VisitInput,
     VisitResult,
+    is_history_copy,
 )
 from backtrail.store.versioning import content_hash, similarity
 from backtrail.urls import normalize_domain
@@ -238,11 +240,14 @@ class PagesMixin(LedgerCore):
             ).fetchone()
         return _page(row), raw_id
 
-    def pending_captures(self, limit: int = 20) -> list[RawCapture]:
-        """Queued captures, oldest first."""
+    def pending_captures(self, limit: int = 20, *, page_id: int | None = None) -> list[RawCapture]:
+        """Queued captures, oldest first (only those of ``page_id`` when given)."""
+        where, params = "", [int(limit)]
+        if page_id is not None:
+            where, params = "WHERE page_id = ? ", [checks.identifier(page_id, "page_id"), *params]
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT * FROM raw_captures ORDER BY id LIMIT ?", (int(limit),)
+                f"SELECT * FROM raw_captures {where}ORDER BY id LIMIT ?", params
             ).fetchall()
         return [
             RawCapture(
@@ -444,6 +449,15 @@ class PagesMixin(LedgerCore):
         page_id, page_created = self._ensure_page(
             conn, visit.url, visit.canonical, visit.domain, visit.visited_at
         )
+        if not page_created and is_history_copy(visit.source):
+            twin = conn.execute(
+                "SELECT id FROM visits WHERE page_id = ? AND visited_at BETWEEN ? AND ? "
+                "AND source != ? LIMIT 1",
+                (page_id, visit.visited_at - HISTORY_TWIN_SECONDS,
+                 visit.visited_at + HISTORY_TWIN_SECONDS, visit.source),
+            ).fetchone()  # fmt: skip
+            if twin is not None:
+                return int(twin["id"]), page_id, False, False
         if visit.external_id is None:
             existing = conn.execute(
                 "SELECT id FROM visits WHERE page_id = ? AND visited_at = ? AND source = ? "

@@ -13,6 +13,9 @@ Version history:
 2. The ``changes`` feed for the indexer (back-filled with an upsert for every existing
    indexable record, so an index built after the upgrade sees everything) and a
    per-page total of active dwell time (back-filled from the visits).
+3. ``raw_captures``: captured HTML waiting for main-text extraction.
+4. ``actions``: browser actions an assistant proposed (group or close tabs, capture a
+   tab, create a bookmark), their status and outcome (see :mod:`backtrail.store.actions`).
 """
 
 from __future__ import annotations
@@ -208,6 +211,31 @@ CREATE INDEX raw_captures_page ON raw_captures (page_id);
 CREATE INDEX raw_captures_captured ON raw_captures (captured_at);
 """
 
+# Browser actions proposed by assistants, delivered to the extension by a native host.
+# ``payload`` and ``result`` are JSON; ``canonical_url``/``domain`` name the page an action
+# is about (bookmarks, captures) so that forgetting the page forgets the action too.
+_SCHEMA_V4 = """
+CREATE TABLE actions (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    type          TEXT    NOT NULL
+        CHECK (type IN ('group_tabs', 'close_tabs', 'capture_tab', 'create_bookmark')),
+    payload       TEXT    NOT NULL,
+    status        TEXT    NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'sent', 'done', 'failed', 'refused', 'expired')),
+    client        TEXT    NOT NULL,
+    profile       TEXT,
+    claimed_by    TEXT,
+    canonical_url TEXT,
+    domain        TEXT,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    result        TEXT
+);
+CREATE INDEX actions_status ON actions (status, id);
+CREATE INDEX actions_canonical ON actions (canonical_url);
+"""
+
 _BACKFILL_V2 = (
     ("page", "pages", ""),
     ("highlight", "highlights", ""),
@@ -248,7 +276,13 @@ def _migrate_3(conn: sqlite3.Connection, now: int) -> None:
     run_script(conn, _SCHEMA_V3)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [_migrate_1, _migrate_2, _migrate_3]
+def _migrate_4(conn: sqlite3.Connection, now: int) -> None:
+    run_script(conn, _SCHEMA_V4)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [
+    _migrate_1, _migrate_2, _migrate_3, _migrate_4,
+]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

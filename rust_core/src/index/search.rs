@@ -53,6 +53,8 @@ pub struct SearchOptions {
     pub rank: RankOptions,
     /// BM25 weight of a title match relative to a body match.
     pub title_boost: f32,
+    /// Weight of the bonus for bodies holding the query's words close together, in order.
+    pub proximity_boost: f32,
     /// One hit per parent (page-level aggregation).
     pub group: bool,
     /// Passages listed per hit when grouping.
@@ -72,6 +74,7 @@ impl Default for SearchOptions {
             vector_candidates: 200,
             rank: RankOptions::default(),
             title_boost: 0.5,
+            proximity_boost: 2.0,
             group: true,
             passages_per_hit: 3,
             expansion: 0,
@@ -201,10 +204,11 @@ impl Index {
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
         let parsed = ParsedQuery::parse(req.query, &mut analyzer);
-        let text_query = parsed.to_query(&self.fields, opts.title_boost);
+        let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
         let filter = req.filters.query(&self.fields);
         let mut pool = Pool::new();
 
+        let mut coverage = 0.0;
         if req.mode != Mode::Vector {
             if let Some(q) = &text_query {
                 let q = filtered(q.box_clone(), filter.as_ref().map(|f| f.box_clone()));
@@ -212,6 +216,9 @@ impl Index {
                 let top = snap
                     .searcher
                     .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
+                if let (Some((_, best)), Mode::Hybrid) = (top.first(), req.mode) {
+                    coverage = self.coverage(&snap, *best, &parsed.words, &mut analyzer)?;
+                }
                 for (rank, (score, addr)) in top.into_iter().enumerate() {
                     let i = pool.add(self, &snap, addr)?;
                     pool.cands[i].bm25 = Some((rank + 1, score));
@@ -247,7 +254,7 @@ impl Index {
             let keep: Vec<bool> = pool.cands.iter().map(|c| c.parent != p).collect();
             retain(&mut pool, &keep);
         }
-        rank::score(&mut pool.cands, &opts.rank, req.now);
+        rank::score(&mut pool.cands, &opts.rank, req.now, coverage);
         // rank::score sorted the candidates; realign addresses by id.
         let addr_of: HashMap<u64, DocAddress> = pool
             .by_id
@@ -291,6 +298,29 @@ impl Index {
             });
         }
         Ok(hits)
+    }
+
+    /// Share of `words` that occur in the title or body of the document at `addr`.
+    fn coverage(
+        &self,
+        snap: &Snapshot,
+        addr: DocAddress,
+        words: &[String],
+        analyzer: &mut tantivy::tokenizer::TextAnalyzer,
+    ) -> Result<f32> {
+        if words.is_empty() {
+            return Ok(0.0);
+        }
+        let doc = self.stored(snap, addr)?.doc;
+        let mut found = std::collections::HashSet::new();
+        for text in [&doc.title, &doc.body] {
+            let mut stream = analyzer.token_stream(text);
+            while let Some(t) = tantivy::tokenizer::TokenStream::next(&mut stream) {
+                found.insert(t.text.clone());
+            }
+        }
+        let hits = words.iter().filter(|w| found.contains(w.as_str())).count();
+        Ok(hits as f32 / words.len() as f32)
     }
 
     /// Nearest documents to `query`, each checked against the document's current vector

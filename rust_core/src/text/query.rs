@@ -85,7 +85,13 @@ pub struct ParsedQuery {
     pub words: Vec<String>,
     /// Each quoted phrase as its analysed tokens.
     pub phrases: Vec<Vec<String>>,
+    /// The unquoted tokens in order, repeats kept: a document holding them close
+    /// together gets a proximity bonus.
+    pub sequence: Vec<String>,
 }
+
+/// Largest gap (in positions, summed) a loose phrase match tolerates.
+pub const PROXIMITY_SLOP: u32 = 2;
 
 impl ParsedQuery {
     /// Splits `text` on double quotes and analyses each part.
@@ -99,6 +105,7 @@ impl ParsedQuery {
                 continue;
             }
             for t in tokens {
+                parsed.sequence.push(t.clone());
                 if !parsed.words.contains(&t) {
                     parsed.words.push(t);
                 }
@@ -112,8 +119,15 @@ impl ParsedQuery {
         self.words.is_empty() && self.phrases.is_empty()
     }
 
-    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title.
-    pub fn to_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
+    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title,
+    /// plus, for two or more words, a bonus (`proximity_boost`) for bodies that hold them
+    /// in order within [`PROXIMITY_SLOP`] positions — what makes a remembered phrase win.
+    pub fn to_query(
+        &self,
+        f: &Fields,
+        title_boost: f32,
+        proximity_boost: f32,
+    ) -> Option<Box<dyn Query>> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for w in &self.words {
             clauses.push((Occur::Should, term(f.body, w)));
@@ -123,6 +137,19 @@ impl ParsedQuery {
                     Box::new(BoostQuery::new(term(f.title, w), title_boost)),
                 ));
             }
+        }
+        if proximity_boost > 0.0 && self.sequence.len() >= 2 && self.sequence.len() <= 32 {
+            let terms = self
+                .sequence
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i, Term::from_field_text(f.body, t)))
+                .collect();
+            let near = PhraseQuery::new_with_offset_and_slop(terms, PROXIMITY_SLOP);
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(Box::new(near), proximity_boost)),
+            ));
         }
         for p in &self.phrases {
             let terms = p.iter().map(|t| Term::from_field_text(f.body, t)).collect();
@@ -189,6 +216,6 @@ mod tests {
         let p = ParsedQuery::parse(" ?!* \"\" ", &mut analyzer());
         assert!(p.is_empty());
         let (_, f) = Fields::schema();
-        assert!(p.to_query(&f, 1.0).is_none());
+        assert!(p.to_query(&f, 1.0, 1.0).is_none());
     }
 }

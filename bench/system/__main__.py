@@ -1,0 +1,3 @@
+from bench.system.runner import main
+
+main()
