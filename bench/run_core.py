@@ -295,7 +295,7 @@ def quality_section(
             "hybrid",
             {"coverage_weighting": False, "bm25_weight": 0.7, "vector_z_clip": 1.0},
         ),
-        ("hybrid (default: zscore, w 0.4 rising to 1 with coverage)", "hybrid", {}),
+        ("hybrid (default: zscore, w 0.3 rising to 1 with coverage of top 2)", "hybrid", {}),
         (
             "hybrid default + search decay 180d/0.8, visits 0.05",
             "hybrid",

@@ -93,12 +93,13 @@ class Hit(TypedDict):
 
 class SearchOptions(TypedDict, total=False):
     bm25_candidates: int  # default 200
-    vector_candidates: int  # default 200
+    vector_candidates: int  # default 200 (hybrid fusion; vector-only mode takes 3 * k)
     fusion: Literal["zscore", "convex", "rrf"]  # default "zscore"
-    # Weight of BM25 in the fusion (vector gets 1 - w), default 0.4; with coverage_weighting
+    # Weight of BM25 in the fusion (vector gets 1 - w), default 0.3; with coverage_weighting
     # (default True) it rises to 1 as the best BM25 match holds more of the query's words.
     bm25_weight: float
     coverage_weighting: bool
+    coverage_depth: int  # top BM25 documents read for the coverage (the best counts), default 2
     vector_z_clip: float  # zscore fusion: clip the similarity's z to +-this (0, default: off)
     rrf_k: float  # default 60
     title_boost: float  # BM25 weight of the title field relative to body

@@ -207,7 +207,7 @@ class Config:
         minimum=0,
     )
     search_bm25_weight: float = _setting(
-        0.4,
+        0.3,
         "search: weight of BM25 in hybrid fusion when the best keyword match holds none of "
         "the query's words; it rises to 1 as that match holds more of them (the vector "
         "signal gets the rest; chosen on the known-item evaluation in bench/).",
@@ -225,8 +225,8 @@ class Config:
     )
     forgotten_bm25_weight: float = _setting(
         0.3,
-        "find_forgotten: BM25 weight in fusion; lower than search because vague "
-        "descriptions rarely share words with the page.",
+        "find_forgotten: BM25 weight in fusion when the query's words are missing from "
+        "the best keyword matches (vague descriptions rarely share words with the page).",
         minimum=0,
     )
     forgotten_decay_half_life_days: float = _setting(

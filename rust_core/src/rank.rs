@@ -24,8 +24,8 @@ pub enum Fusion {
 
 /// Weights of the ranking; every one is a parameter with a tested default.
 ///
-/// The BM25 weight adapts to the query: `coverage` is the share of the query's words the
-/// best BM25 document holds. A query whose words all appear there (a remembered phrase,
+/// The BM25 weight adapts to the query: `coverage` is the largest share of the query's
+/// words that one of the top BM25 documents holds (`SearchOptions::coverage_depth` of them). A query whose words all appear there (a remembered phrase,
 /// a sentence from the page) is a lexical match to trust; one whose words mostly do not
 /// (a paraphrase, a vague description) leans on meaning. With `coverage_weighting` the
 /// weight is `bm25_weight + (1 - bm25_weight) * coverage`.
@@ -56,7 +56,7 @@ impl Default for RankOptions {
     fn default() -> Self {
         RankOptions {
             fusion: Fusion::Zscore,
-            bm25_weight: 0.4,
+            bm25_weight: 0.3,
             coverage_weighting: true,
             rrf_k: 60.0,
             vector_z_clip: 0.0,

@@ -42,12 +42,15 @@ impl Mode {
     }
 }
 
+/// Default of [`SearchOptions::coverage_depth`], chosen on the benchmark's known-item set.
+pub const COVERAGE_DEPTH: usize = 2;
+
 /// Tuning of one search; every field has a tested default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchOptions {
     /// BM25 candidates considered for fusion.
     pub bm25_candidates: usize,
-    /// Vector candidates considered for fusion.
+    /// Vector candidates considered for fusion (vector-only mode takes `3 * k`).
     pub vector_candidates: usize,
     /// Fusion and re-ranking weights.
     pub rank: RankOptions,
@@ -55,6 +58,9 @@ pub struct SearchOptions {
     pub title_boost: f32,
     /// Weight of the bonus for bodies holding the query's words close together, in order.
     pub proximity_boost: f32,
+    /// How many of the top BM25 documents are read for the query's coverage (the best
+    /// share of its words any of them holds; see [`RankOptions`]).
+    pub coverage_depth: usize,
     /// One hit per parent (page-level aggregation).
     pub group: bool,
     /// Passages listed per hit when grouping.
@@ -75,6 +81,7 @@ impl Default for SearchOptions {
             rank: RankOptions::default(),
             title_boost: 0.5,
             proximity_boost: 2.0,
+            coverage_depth: COVERAGE_DEPTH,
             group: true,
             passages_per_hit: 3,
             expansion: 0,
@@ -216,8 +223,14 @@ impl Index {
                 let top = snap
                     .searcher
                     .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
-                if let (Some((_, best)), Mode::Hybrid) = (top.first(), req.mode) {
-                    coverage = self.coverage(&snap, *best, &parsed.words, &mut analyzer)?;
+                if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
+                    for (_, addr) in top.iter().take(opts.coverage_depth) {
+                        let c = self.coverage(&snap, *addr, &parsed.words, &mut analyzer)?;
+                        coverage = f32::max(coverage, c);
+                        if coverage >= 1.0 {
+                            break;
+                        }
+                    }
                 }
                 for (rank, (score, addr)) in top.into_iter().enumerate() {
                     let i = pool.add(self, &snap, addr)?;
@@ -228,7 +241,12 @@ impl Index {
         if req.mode != Mode::Bm25 {
             if let Some(mut qv) = req.query_vector.map(<[f32]>::to_vec) {
                 crate::doc::normalize_vector(&mut qv)?;
-                let n = opts.vector_candidates.max(req.k * 3);
+                // Fusion needs a deep pool; vector-only ranking just re-orders its top
+                // few by recency and visits, so a wide beam would only cost time.
+                let n = match req.mode {
+                    Mode::Vector => req.k * 3,
+                    _ => opts.vector_candidates.max(req.k * 3),
+                };
                 let hits =
                     self.vector_candidates(&snap, &qv, n, filter.as_deref(), opts.expansion)?;
                 for (rank, (addr, sim)) in hits.into_iter().enumerate() {
