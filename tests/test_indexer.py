@@ -506,6 +506,31 @@ def test_background_indexing_debounces_a_burst_of_writes(data_home: Path) -> Non
         assert len(memory.search("burst", limit=50).results) == 40
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_background_indexing_runs_at_lower_cpu_priority_than_its_process(
+    data_home: Path,
+) -> None:
+    from backtrail.memory import Memory
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    config = make_config(data_home, background_indexing=True, indexer_debounce=0.0)
+    with Memory(config) as memory:
+        memory.add_note("wake the indexer")
+        wait_for(lambda: memory.index_lag().text_caught_up, what="the note to be indexed")
+        (thread,) = [t for t in threading.enumerate() if t.name == "backtrail-indexer"]
+        assert thread.native_id is not None
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(19, base + 10)
+        # the process (and this thread) keep their priority
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
+    config = make_config(data_home, background_indexing=True, indexer_nice=0)
+    with Memory(config) as memory:
+        memory.add_note("and again, at the same priority")
+        wait_for(lambda: memory.index_lag().text_caught_up, what="the note to be indexed")
+        (thread,) = [t for t in threading.enumerate() if t.name == "backtrail-indexer"]
+        assert thread.native_id is not None
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == base
+
+
 def test_lag_counts_changes_not_yet_searchable_and_not_yet_embedded(
     indexer: Indexer, ledger: Ledger
 ) -> None:

@@ -147,6 +147,13 @@ class Config:
         "bursts of writes share one index commit.",
         minimum=0,
     )
+    indexer_nice: int = _setting(
+        10,
+        "How much lower the background indexing thread's CPU priority is than its "
+        "process's (Linux 'nice' steps, 0-19), so searches and the browser stay responsive "
+        "while a backlog is embedded; 0 keeps the same priority. Linux only.",
+        minimum=0,
+    )
     indexer_max_delay: float = _setting(
         5.0,
         "Under a steady stream of writes the background indexer still runs at least "

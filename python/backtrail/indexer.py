@@ -573,6 +573,21 @@ _YIELD_SECONDS = 0.05
 _MAX_RETRY_SECONDS = 300.0
 
 
+def lower_thread_priority(steps: int) -> None:
+    """Lower the calling thread's CPU priority by ``steps`` nice levels (at most to 19).
+    Linux only: there a thread's nice value is its own (threads it starts, e.g.
+    onnxruntime's pool when it loads the model, inherit it); elsewhere ``setpriority``
+    would lower the whole process, so nothing is done."""
+    if steps <= 0 or not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    try:
+        current = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, current + steps))
+    except OSError as error:  # e.g. a sandbox forbids it: indexing works as before
+        logger.debug("could not lower the indexing thread's priority: %s", error)
+
+
 def _entities(
     changes: Sequence[Change], *, upserts_only: bool = False
 ) -> list[tuple[int, str, int]]:
@@ -1008,6 +1023,7 @@ class Indexer:
             thread.join(timeout)
 
     def _background(self) -> None:
+        lower_thread_priority(self.config.indexer_nice)
         failures = 0
         while True:
             self._wake.wait()
