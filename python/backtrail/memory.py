@@ -35,6 +35,7 @@ import logging
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -99,6 +100,7 @@ _CORE_KINDS = {"page": ("page", "passage")}
 _PAUSE_KEY = "capture.pause"
 _EXCLUSIONS_KEY = "capture.exclusions"
 _MAX_RESULT_CHARS = 100_000
+_QUERY_VECTOR_CACHE = 256
 _MAX_READ_CHARS = 1_000_000
 _MIN_EXTRA_PASSAGE = 40
 
@@ -304,6 +306,10 @@ class Memory:
         self._embedder_obj: _core.Embedder | None = None
         self._model_error: str | None = None
         self._seq_lock = threading.Lock()
+        # Recent query vectors: the next page of a result list, a retried or repeated
+        # question, several tools asking about one topic embed once.
+        self._query_vectors: OrderedDict[tuple[int, str], list[float]] = OrderedDict()
+        self._query_vectors_lock = threading.Lock()
         # Writes made before this process opened the memory count as its own: the first
         # search makes them searchable unless the background indexer already did.
         self._own_seq = self._ledger.max_change_seq()
@@ -789,12 +795,26 @@ class Memory:
                 raise SearchUnavailable("vector", reason)
             return "bm25", None
         try:
-            return request.mode or "hybrid", embedder.embed([request.query])[0]
+            return request.mode or "hybrid", self._embed_query(embedder, request.query)
         except _core.ModelError as error:
             if request.mode == "vector":
                 raise SearchUnavailable("vector", str(error)) from error
             logger.warning("could not embed the query, searching with BM25 only: %s", error)
             return "bm25", None
+
+    def _embed_query(self, embedder: _core.Embedder, query: str) -> list[float]:
+        key = (id(embedder), query)  # a reloaded model never answers from the old one
+        with self._query_vectors_lock:
+            vector = self._query_vectors.get(key)
+            if vector is not None:
+                self._query_vectors.move_to_end(key)
+                return vector
+        vector = embedder.embed([query])[0]
+        with self._query_vectors_lock:
+            self._query_vectors[key] = vector
+            while len(self._query_vectors) > _QUERY_VECTOR_CACHE:
+                self._query_vectors.popitem(last=False)
+        return vector
 
     def _options(self, request: _Request) -> dict[str, Any]:
         cfg = self.config
