@@ -41,6 +41,7 @@ class Call:
     data: dict[str, Any] | None
     error: str | None = None
     at: float = 0.0  # perf_counter when the call was sent
+    client: str = ""
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Client:
                 call = Call(tool, seconds, True, result.structured_content, at=t0)
         except Exception as error:  # noqa: BLE001 - counted as an error, reported
             call = Call(tool, time.perf_counter() - t0, False, None, repr(error)[:300], t0)
+        call.client = self.name
         self.calls.append(call)
         return call
 

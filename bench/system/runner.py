@@ -31,6 +31,7 @@ import random
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -71,6 +72,7 @@ from bench.system.pages import (
     typical_pages,
 )  # fmt: skip
 
+ROOT = Path(__file__).resolve().parents[2]
 DAY_MS = 86_400_000
 QUALITY_SIZE = 15_925  # the whole real corpus: one page per real passage
 
@@ -136,6 +138,7 @@ class SystemBench:
                 "pages (ingest phase) are whole corpus pages as HTML (mean 9.3k chars)",
             },
             "tiers": {},
+            "product_at_start": product_version(),
         }
 
     # ------------------------------------------------------------------ helpers
@@ -481,6 +484,9 @@ class SystemBench:
                     row["server_cpu_ms_per_call"] = server_cpu / len(calls) * 1e3
                     row["client_cpu_ms_per_call"] = (cpu_seconds() - cpu0[1]) / len(calls) * 1e3
                     row["host_cpu_share"] = (cpu_seconds(host.pid) - cpu0[2]) / wall
+                    if n_clients > 1:  # client 0 started before the ingest, the rest during it
+                        row["by_client"] = [_ms([c for c in calls if c.client == g.name])
+                                            for g in group]  # fmt: skip
                     out[f"{tool}/{n_clients}"] = row
                     say(f"  {tool:22} {n_clients} client(s): p50 {row['p50_ms']:.1f} ms, "
                         f"p95 {row['p95_ms']:.1f} ms, {row['calls_per_s']:.1f} calls/s, "
@@ -818,6 +824,7 @@ class SystemBench:
             self.results["cpu_by_phase"] = self.cpu.summary()
             self.results["targets"] = targets(self.results)
             self.results["load_at_end"] = os.getloadavg()
+            self.results["product_at_end"] = product_version()
             path = self.save()
             say("\n" + report(self.results))
             say(f"\nwrote {path}")
@@ -835,6 +842,26 @@ def rrf(*rankings: Sequence[int], k: int = 60) -> list[int]:
         for rank, doc in enumerate(ranking, 1):
             score[doc] = score.get(doc, 0.0) + 1.0 / (k + rank)
     return sorted(score, key=lambda d: -score[d])
+
+
+def product_version() -> dict[str, Any]:
+    """Which build ran: the installed core library's hash and time, and the git commit
+    (the wheel may be reinstalled by others while a long run goes on)."""
+    import hashlib
+
+    import backtrail
+
+    lib = next(Path(backtrail.__file__).parent.glob("_core*.so"), None)
+    out: dict[str, Any] = {"package": str(Path(backtrail.__file__).parent)}
+    if lib is not None:
+        out["core_sha256"] = hashlib.sha256(lib.read_bytes()).hexdigest()[:16]
+        out["core_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(lib.stat().st_mtime))
+    try:
+        out["git_head"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                         capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return out
 
 
 def disk_breakdown(home: Path) -> dict[str, int]:
@@ -873,11 +900,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
 
     tiers = r.get("tiers", {})
     measured = [s for s in sorted(tiers, key=int) if "startup" in tiers[s] or "load" in tiers[s]]
-    smallest = measured[0] if measured else None
     largest = measured[-1] if measured else None
-    c2s = _get(tiers, smallest, "capture_to_searchable", "p95_s") if smallest else None
-    add("capture-to-searchable p95 (typical page, idle)", c2s, "<= 2 s",
-        None if c2s is None else c2s <= 2.0, f"{smallest} pages" if smallest else "")
+    c2s_by_tier = {s: _get(tiers, s, "capture_to_searchable", "p95_s") for s in measured}
+    c2s_by_tier = {s: v for s, v in c2s_by_tier.items() if v is not None}
+    worst = max(c2s_by_tier, key=c2s_by_tier.__getitem__) if c2s_by_tier else None
+    c2s = c2s_by_tier[worst] if worst else None
+    add("capture-to-searchable p95 (typical page, idle; worst tier)", c2s, "<= 2 s",
+        None if c2s is None else c2s <= 2.0, f"{int(worst):,} pages" if worst else "")
     if largest is not None:
         p95 = _get(tiers, largest, "load", "search_memory/4", "p95_ms")
         big = int(largest) >= 100_000
