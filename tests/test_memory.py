@@ -153,6 +153,40 @@ def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_i
         ledger.close()
 
 
+def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import backtrail.indexer as indexer_module
+
+    real_extract = indexer_module.extract_main_text
+    arrived: list[str] = []
+
+    def extract_while_more_arrive(html: str, url: str) -> Any:
+        # every extraction sees another capture arrive, as in a restored session
+        if len(arrived) < 50:
+            arrived.append(f"https://stream.example/{len(arrived)}")
+            memory.capture_page(arrived[-1], html=ARTICLE)
+        return real_extract(html, url)
+
+    for n in range(3):
+        memory.capture_page(f"https://first.example/{n}", html=ARTICLE)
+    monkeypatch.setattr(indexer_module, "extract_main_text", extract_while_more_arrive)
+    memory.catch_up(vectors=False)
+    # the three queued at the start are searchable; those that arrived meanwhile wait
+    found = {r.url for r in memory.search("checkpoints copy the log", limit=20).results}
+    assert {f"https://first.example/{n}" for n in range(3)} <= found
+    assert len(arrived) == 3
+    ledger = Ledger.open(memory.config.data_dir)
+    try:
+        assert ledger.count_pending_captures() == 3
+    finally:
+        ledger.close()
+    monkeypatch.setattr(indexer_module, "extract_main_text", real_extract)
+    memory.catch_up(vectors=False)
+    found = {r.url for r in memory.search("checkpoints copy the log", limit=20).results}
+    assert set(arrived) <= found
+
+
 def test_forgetting_a_page_drops_its_queued_raw_html(memory: Memory) -> None:
     memory.capture_page("https://gone.example/p", html=ARTICLE)
     memory.forget(domain="gone.example")

@@ -767,9 +767,15 @@ class Indexer:
 
     def _extract_pending(self) -> int:
         """Turns queued HTML captures into page versions (main text by trafilatura), so
-        their text joins this pass. Returns how many were processed."""
+        their text joins this pass. Only those queued when it starts: under a steady
+        stream of captures the pass still ends and commits, and the captures that came
+        meanwhile (each of which scheduled another pass) wait for the next one. Returns
+        how many were processed."""
         done = 0
-        while batch := self._ledger.pending_captures(_EXTRACT_BATCH):
+        budget = self._ledger.count_pending_captures()
+        while done < budget and (
+            batch := self._ledger.pending_captures(min(_EXTRACT_BATCH, budget - done))
+        ):
             for raw in batch:
                 try:
                     found = extract_main_text(raw.html, raw.url)
