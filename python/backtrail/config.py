@@ -121,7 +121,12 @@ class Config:
     )
     embed_sessions: int = _setting(1, "Parallel onnxruntime sessions in one process.", minimum=1)
     embed_batch_size: int = _setting(
-        16, "Texts per onnxruntime call (the core sorts them by length).", minimum=1
+        4,
+        "Texts per onnxruntime call (the core sorts them by length). Small batches pad "
+        "less (measured: 18.6 passages/s at 4 against 15.5 at 16 on two cores) and hold "
+        "the model for less time, so a search's query embedding waits less behind "
+        "background indexing.",
+        minimum=1,
     )
 
     # ----------------------------------------------------------------- indexing
