@@ -512,23 +512,22 @@ def test_background_indexing_runs_at_lower_cpu_priority_than_its_process(
 ) -> None:
     from backtrail.memory import Memory
 
-    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    config = make_config(data_home, background_indexing=True, indexer_debounce=0.0)
-    with Memory(config) as memory:
-        memory.add_note("wake the indexer")
+    def indexer_priority(memory: Memory, note: str) -> int:
+        memory.add_note(note)
         wait_for(lambda: memory.index_lag().text_caught_up, what="the note to be indexed")
         (thread,) = [t for t in threading.enumerate() if t.name == "backtrail-indexer"]
         assert thread.native_id is not None
-        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(19, base + 10)
+        return os.getpriority(os.PRIO_PROCESS, thread.native_id)
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    config = make_config(data_home, background_indexing=True, indexer_debounce=0.0)
+    with Memory(config) as memory:
+        assert indexer_priority(memory, "wake the indexer") == min(19, base + 10)
         # the process (and this thread) keep their priority
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
     config = make_config(data_home, background_indexing=True, indexer_nice=0)
     with Memory(config) as memory:
-        memory.add_note("and again, at the same priority")
-        wait_for(lambda: memory.index_lag().text_caught_up, what="the note to be indexed")
-        (thread,) = [t for t in threading.enumerate() if t.name == "backtrail-indexer"]
-        assert thread.native_id is not None
-        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == base
+        assert indexer_priority(memory, "and again, at the same priority") == base
 
 
 def test_lag_counts_changes_not_yet_searchable_and_not_yet_embedded(

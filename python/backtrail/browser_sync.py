@@ -41,6 +41,7 @@ from backtrail.errors import (
 )
 from backtrail.memory import ForgetReport, Memory, SearchPage
 from backtrail.store import Action, BookmarkInput, ImportResult, Ledger, TabInput, VisitInput
+from backtrail.store.models import BACKFILL_SOURCE
 
 __all__ = [
     "BrowserSync",
@@ -252,7 +253,7 @@ class BrowserSync:
         result = self.memory.import_visits(
             VisitInput(
                 url=v.url, visited_at=v.visited_at, title=v.title, transition=v.transition,
-                source="history", external_id=f"{self.profile}:{v.visit_id}",
+                source=BACKFILL_SOURCE, external_id=f"{self.profile}:{v.visit_id}",
             )  # fmt: skip
             for v in kept
         )

@@ -31,6 +31,7 @@ from backtrail.importers.profiles import (
     find_profiles,
     resolve_profile,
 )
+from backtrail.store.models import IMPORT_SOURCE_PREFIX
 
 if TYPE_CHECKING:
     from backtrail.memory import Memory
@@ -102,7 +103,7 @@ class BookmarkImport:
 
 def history_source(profile: Profile) -> str:
     """The ``source`` label of visits imported from ``profile``'s browser."""
-    return f"import:{profile.browser}"
+    return f"{IMPORT_SOURCE_PREFIX}{profile.browser}"
 
 
 def import_history(

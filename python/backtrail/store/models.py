@@ -164,9 +164,15 @@ HISTORY_TWIN_SECONDS = 2
 another source and still count as the same page load."""
 
 
+BACKFILL_SOURCE = "history"
+"""``source`` of visits the extension backfills from ``chrome.history``."""
+IMPORT_SOURCE_PREFIX = "import:"
+"""``source`` prefix of visits ``backtrail import history`` reads from a browser's files."""
+
+
 def is_history_copy(source: str) -> bool:
     """Whether visits of ``source`` are copies of a browser's history (see VisitInput)."""
-    return source == "history" or source.startswith("import:")
+    return source == BACKFILL_SOURCE or source.startswith(IMPORT_SOURCE_PREFIX)
 
 
 @dataclass(frozen=True)
