@@ -24,6 +24,7 @@ from backtrail.indexer import (
     TYPE_PAGE,
     TYPE_PASSAGE,
     DocRef,
+    HostPresence,
     Indexer,
     Watermark,
     chunk_text,
@@ -528,6 +529,92 @@ def test_background_indexing_runs_at_lower_cpu_priority_than_its_process(
     config = make_config(data_home, background_indexing=True, indexer_nice=0)
     with Memory(config) as memory:
         assert indexer_priority(memory, "and again, at the same priority") == base
+
+
+def start_host_stand_in(home: Path) -> subprocess.Popen[str]:
+    """Another OS process announcing itself as the native host, as the host does."""
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from backtrail.indexer import HostPresence\n"
+        "HostPresence(Path(sys.argv[1])).announce()\n"
+        "print('announced', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    home.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(home / "host.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "announced"
+    return proc
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="presence is an flock")
+def test_a_running_host_is_seen_by_other_processes_until_it_dies(data_home: Path) -> None:
+    probe = HostPresence(data_home / "host.lock")
+    data_home.mkdir(parents=True, exist_ok=True)
+    assert not probe.present()
+    host = start_host_stand_in(data_home)
+    second = start_host_stand_in(data_home)  # a second browser profile's host
+    try:
+        assert probe.present() and probe.present()  # probing does not take it away
+        host.kill()
+        host.wait()
+        assert probe.present()  # the other host still runs
+        second.kill()
+        second.wait()
+        assert not probe.present()  # SIGKILL released it: the kernel drops the lock
+    finally:
+        for proc in (host, second):
+            proc.kill()
+            proc.wait()
+    here = HostPresence(data_home / "host.lock")
+    here.announce()
+    assert here.announced and here.present() and probe.present()
+    here.close()
+    assert not probe.present()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="presence is an flock")
+def test_with_a_host_running_others_embed_only_up_to_their_own_writes(
+    data_home: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backtrail import memory as memory_module
+    from backtrail.memory import Memory
+
+    counting = CountingEmbedder(cached_embedder())
+    monkeypatch.setattr(memory_module, "load_embedder", lambda *args, **kwargs: counting)
+    config = make_config(
+        data_home, embeddings=True, background_indexing=True, indexer_debounce=0.0
+    )
+    ledger.capture_page("https://example.com/before", text=page_text(2, "earlier"))
+    with Indexer(make_config(data_home), embedder=lambda: counting) as first:
+        first.catch_up()  # a fresh index's first rebuild scan is a host's job too
+    host = start_host_stand_in(data_home)
+    try:
+        with Memory(config, client="mcp") as memory:
+            memory.add_note("my own note about tea")  # this process's write
+            ledger.capture_page("https://example.com/after", text=page_text(2, "later"))
+            memory.indexer.schedule()
+            own = ledger.max_change_seq() - 1
+            wait_for(lambda: memory.index_lag().text_caught_up, what="text indexing")
+            wait_for(lambda: memory.index_lag().vector_seq >= own, what="own vectors")
+            memory.indexer.stop()
+            # the host's share (the page captured after our note) is left to the host
+            assert memory.index_lag().vector_seq == own
+            assert not any("later" in text for text in counting.texts)
+            assert any("tea" in text for text in counting.texts)
+        host.kill()
+        host.wait()
+        with Memory(config, client="mcp") as memory:  # no host: the backlog is ours
+            wait_for(lambda: memory.index_lag().vectors_caught_up, what="all vectors")
+            assert any("later" in text for text in counting.texts)
+    finally:
+        host.kill()
+        host.wait()
+    config = make_config(data_home, embeddings=True, defer_vectors_to_host=False)
+    assert config.defer_vectors_to_host is False
 
 
 def test_lag_counts_changes_not_yet_searchable_and_not_yet_embedded(

@@ -200,4 +200,14 @@ class Index:
         """Nearest documents to the stored vector of `id`."""
     def compact(self) -> None:
         """Merge all segments, dropping deleted documents and dead vectors from disk."""
+    def needs_vector_merge(self) -> bool:
+        """True when the latest commit has more vector segments than searches should visit."""
+    def merge_vectors(self) -> bool:
+        """Merge the smallest vector segments into one, building the graph without the
+        write lock (commits go on meanwhile) and taking it only to publish. False when
+        there was nothing to merge, another process is merging, or a commit meanwhile
+        dropped a chosen segment."""
+    def stop_merging(self) -> None:
+        """Stop merging through this handle (shutting down): a running `merge_vectors`
+        gives up soon, publishing nothing, and later calls return False at once."""
     def stats(self) -> dict[str, int | str | None]: ...

@@ -43,6 +43,7 @@ ENV_PREFIX = "BACKTRAIL_"
 CONFIG_FILENAMES = ("config.toml", "config.json")
 INDEX_DIRNAME = "index"
 INDEXER_LOCK_FILENAME = "indexer.lock"
+HOST_LOCK_FILENAME = "host.lock"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -145,6 +146,13 @@ class Config:
         True,
         "The background thread also computes embeddings (the expensive step); when off "
         "it only makes text searchable.",
+    )
+    defer_vectors_to_host: bool = _setting(
+        True,
+        "While a native host runs (the browser is open), other long-running processes "
+        "(MCP servers) leave embedding the backlog to it and embed only up to their own "
+        "writes, so N assistants do not all spend CPU on the pages the browser sends; "
+        "with no host running they embed as before. Off: every process helps.",
     )
     indexer_debounce: float = _setting(
         0.5,
@@ -323,6 +331,10 @@ class Config:
     @property
     def indexer_lock_path(self) -> Path:
         return self.home / INDEXER_LOCK_FILENAME
+
+    @property
+    def host_lock_path(self) -> Path:
+        return self.home / HOST_LOCK_FILENAME
 
     def limits(self) -> Limits:
         """The ledger :class:`~backtrail.store.Limits` these settings imply."""

@@ -535,6 +535,63 @@ class PassLock:
                 self._fd = None
 
 
+class HostPresence:
+    """Whether a native host is serving this data directory: the host holds a shared
+    ``flock`` on ``host.lock`` for as long as it runs (the kernel drops it when the
+    process dies, however it dies); others test for it with a non-blocking exclusive
+    lock, which fails while any host holds its shared one. Several hosts (one per
+    browser profile) may hold it at once. Without ``flock`` (Windows) no host is ever
+    seen, and every process embeds as if it were alone."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._fd: int | None = None
+
+    @property
+    def announced(self) -> bool:
+        """True in the host process itself."""
+        return self._fd is not None
+
+    def announce(self) -> None:
+        """Hold the shared lock until :meth:`close` (the host does this)."""
+        if self._fd is not None or _lock_shared is None:
+            return
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _lock_shared(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def present(self) -> bool:
+        """True if a host (in another process, or announced here) holds the lock."""
+        if self._fd is not None:
+            return True
+        if _lock_shared is None:
+            return False
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return False
+        try:
+            # Another process probing at the same moment holds the exclusive lock for
+            # a few microseconds: only a lock that stays taken means a host.
+            for attempt in range(3):
+                if _try_lock_fd(fd):
+                    _unlock_fd(fd)
+                    return False
+                time.sleep(0.005 * (attempt + 1))
+            return True
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
+
+
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
@@ -548,6 +605,8 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     def _unlock_fd(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
+    _lock_shared: Callable[[int], None] | None = None
+
 else:
     import fcntl
 
@@ -560,6 +619,9 @@ else:
 
     def _unlock_fd(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _lock_shared(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_SH)
 
 
 # ---------------------------------------------------------------------- indexer
@@ -629,6 +691,8 @@ class Indexer:
         )  # fmt: skip
         self._reader = EntityReader(self._ledger)
         self._lock = PassLock(config.indexer_lock_path)
+        self._presence = HostPresence(config.host_lock_path)
+        self._own_writes = 0
         try:
             self.index = self._open_index()
         except BaseException:
@@ -642,6 +706,8 @@ class Indexer:
         self._thread: threading.Thread | None = None
         self._thread_guard = threading.Lock()
         self._compact_requested = False
+        self._merging = threading.Event()
+        self._merge_thread: threading.Thread | None = None
 
     # ----------------------------------------------------------- lifecycle
 
@@ -662,6 +728,28 @@ class Indexer:
         self.stop()
         self._ledger.close()
         self._lock.close()
+        self._presence.close()
+
+    def announce_host(self) -> None:
+        """Mark this process as a native host: it embeds every backlog, and other
+        processes defer to it while it runs (``defer_vectors_to_host``)."""
+        self._presence.announce()
+
+    def note_own_write(self, seq: int) -> None:
+        """This process wrote change ``seq``: its background vectors reach at least that
+        far even while a host runs."""
+        self._own_writes = max(self._own_writes, seq)
+
+    def _vector_limit(self) -> int | None:
+        """How far the background thread embeds: ``None`` for the whole backlog, else
+        only up to this process's own writes (a host runs and takes the rest)."""
+        if (
+            not self.config.defer_vectors_to_host
+            or self._presence.announced
+            or not self._presence.present()
+        ):
+            return None
+        return self._own_writes
 
     def __enter__(self) -> Indexer:
         return self
@@ -728,7 +816,42 @@ class Indexer:
         start = self._mark()
         while embedder is not None and self._vector_turn(embedder, wait, progress, start):
             pass
+        self.merge_vectors()
         return self.lag()
+
+    def merge_vectors(self) -> None:
+        """Merge small vector segments until few are left (see ``_core.Index.
+        merge_vectors``: built without the write lock, so others keep committing)."""
+        try:
+            while not self._stop.is_set() and self.index.merge_vectors():
+                pass
+        except _core.CoreError as error:
+            logger.warning("merging vector segments failed (searches still work): %s", error)
+
+    def _merge_soon(self) -> None:
+        """Start the merge thread when the index has more vector segments than searches
+        should visit. Merging rebuilds a graph (seconds at 100k pages), so it runs beside
+        the indexing thread, at its low priority, and never delays a commit."""
+        if self._stop.is_set() or self._merging.is_set():
+            return
+        try:
+            if not self.index.needs_vector_merge():
+                return
+        except _core.CoreError:
+            return
+        self._merging.set()
+
+        def merge() -> None:
+            lower_thread_priority(self.config.indexer_nice)
+            try:
+                self.merge_vectors()
+            finally:
+                self._merging.clear()
+
+        self._merge_thread = threading.Thread(
+            target=merge, name="backtrail-vector-merge", daemon=True
+        )
+        self._merge_thread.start()
 
     def reindex(self, *, progress: Progress | None = None, vectors: bool = True) -> IndexLag:
         """Rebuild the index from scratch: delete every document, then scan every entity
@@ -888,14 +1011,20 @@ class Indexer:
     # ------------------------------------------------------ vector phase
 
     def _vector_turn(
-        self, embedder: TextEmbedder, wait: float, progress: Progress | None, start: Watermark
+        self,
+        embedder: TextEmbedder,
+        wait: float,
+        progress: Progress | None,
+        start: Watermark,
+        upto: int | None = None,
     ) -> bool:
-        """Under the lock: text first, then one vector batch. True if more remain."""
+        """Under the lock: text first, then one vector batch (of changes up to ``upto``
+        if given). True if more remain."""
         with self._lock.hold(wait) as held:
             if not held:
                 return False
             self._text_pass(progress)
-            more = self._vector_step(embedder)
+            more = self._vector_step(embedder, upto)
             mark = self._mark()
         if progress is None:
             return more
@@ -905,29 +1034,31 @@ class Indexer:
             _report(progress, mark.vectors - start.vectors, mark.text - start.vectors, "vectors")
         return more
 
-    def _vector_step(self, embedder: TextEmbedder) -> bool:
-        """Embed one batch of passages that lack vectors; False when none are left."""
+    def _vector_step(self, embedder: TextEmbedder, upto: int | None = None) -> bool:
+        """Embed one batch of passages that lack vectors (from changes up to ``upto``,
+        default all); False when none are left."""
         mark = self._mark()
         if mark.vector_scan is not None:
-            return self._vector_scan_step(mark, embedder)
-        if mark.vectors >= mark.text:
+            return upto is None and self._vector_scan_step(mark, embedder)
+        limit = mark.text if upto is None else min(mark.text, upto)
+        if mark.vectors >= limit:
             return False
         changes = [
             change
             for change in self._ledger.changes_since(mark.vectors, limit=_VECTOR_CHANGES)
-            if change.seq <= mark.text
+            if change.seq <= limit
         ]
         if not changes:  # the changes in between were pruned from the feed
-            self._commit(replace(mark, vectors=mark.text))
+            self._commit(replace(mark, vectors=limit))
             return False
         visits_only = self._stats_only_pages(changes)
         entities = [
             e for e in _entities(changes, upserts_only=True)
             if e[1] != "page" or e[2] not in visits_only
         ]  # fmt: skip
-        docs, upto = self._collect(entities, changes[-1].seq)
-        self._embed_and_commit(embedder, docs, mark, replace(mark, vectors=upto))
-        return upto < mark.text
+        docs, covered = self._collect(entities, changes[-1].seq)
+        self._embed_and_commit(embedder, docs, mark, replace(mark, vectors=covered))
+        return covered < limit
 
     def _collect(
         self, entities: Sequence[tuple[int, str, int]], last_seq: int
@@ -1021,12 +1152,13 @@ class Indexer:
         self._wake.set()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop the background thread after its current batch."""
+        """Stop the background thread after its current batch, and a running merge."""
         self._stop.set()
         self._wake.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        self.index.stop_merging()
+        for thread in (self._thread, self._merge_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
 
     def _background(self) -> None:
         lower_thread_priority(self.config.indexer_nice)
@@ -1069,16 +1201,29 @@ class Indexer:
                 continue
             if self._compact_requested:
                 self.purge(wait=0.0)
-            embedder = self._embedder() if self.config.background_vectors else None
-            if embedder is None or not self._vector_turn(embedder, 0.0, None, self._mark()):
-                if self._settled():
-                    return
+            embedder, upto = self._background_vectors()
+            more = embedder is not None and self._vector_turn(
+                embedder, 0.0, None, self._mark(), upto
+            )
+            self._merge_soon()
+            if not more and self._settled(embedder is None):
+                return
             self._stop.wait(_YIELD_SECONDS)  # let other processes take the lock
 
-    def _settled(self) -> bool:
+    def _background_vectors(self) -> tuple[TextEmbedder | None, int | None]:
+        """The embedder for this background turn (``None``: no vector work here) and
+        how far to embed. The model is not even loaded when the work is a host's."""
+        if not self.config.background_vectors:
+            return None, None
+        upto = self._vector_limit()
+        if upto is not None:
+            mark = self._mark()
+            if mark.vector_scan is not None or upto <= mark.vectors:
+                return None, upto
+        return self._embedder(), upto
+
+    def _settled(self, no_vector_work: bool) -> bool:
         lag = self.lag()
         if not lag.text_caught_up:
             return False
-        if not self.config.background_vectors or lag.vectors_caught_up:
-            return True
-        return self._embedder() is None
+        return no_vector_work or lag.vectors_caught_up

@@ -365,6 +365,7 @@ class Memory:
         seq = self._ledger.max_change_seq()
         with self._seq_lock:
             self._own_seq = max(self._own_seq, seq)
+        self._indexer.note_own_write(seq)
         self._indexer.schedule()
 
     def _embedder(self) -> _core.Embedder | None:

@@ -335,6 +335,18 @@ impl PyIndex {
         py.detach(|| self.inner.compact()).map_err(to_py)
     }
 
+    fn needs_vector_merge(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.inner.needs_vector_merge()).map_err(to_py)
+    }
+
+    fn merge_vectors(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.inner.merge_vectors()).map_err(to_py)
+    }
+
+    fn stop_merging(&self) {
+        self.inner.stop_merging();
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = py.detach(|| self.inner.stats()).map_err(to_py)?;
         let d = PyDict::new(py);

@@ -260,12 +260,91 @@ fn vector_search_never_returns_replaced_or_deleted_vectors() {
             .unwrap()),
         [5]
     );
+    assert_eq!(
+        index.stats().unwrap().vector_segments,
+        21,
+        "commits do not merge"
+    );
+    assert!(index.needs_vector_merge().unwrap());
+    while index.merge_vectors().unwrap() {}
+    assert!(!index.needs_vector_merge().unwrap());
     let stats = index.stats().unwrap();
     assert!(
         stats.vector_segments <= 8,
         "small segments are merged: {stats:?}"
     );
     assert_eq!(stats.documents_with_vectors, 19);
+    assert_eq!(
+        ids(&index
+            .search(&vector_request(&axis_vector(100, 0.0), 1))
+            .unwrap()),
+        [5],
+        "the merged segment keeps the newest vector"
+    );
+    assert!(!ids(&index.search(&vector_request(&q, 20)).unwrap()).contains(&7));
+
+    for i in 30..=40u64 {
+        let mut d = page(i, "t", &format!("doc {i}"));
+        d.vector = Some(axis_vector(i as usize, 0.01));
+        index.stage([Op::Upsert(d)]).unwrap();
+        index.commit(None).unwrap();
+    }
+    index.stop_merging();
+    assert!(
+        !index.merge_vectors().unwrap(),
+        "a stopped handle does not merge"
+    );
+    assert!(index.needs_vector_merge().unwrap());
+}
+
+#[test]
+fn vector_segments_merge_while_other_handles_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = open(dir.path());
+    let merger = open(dir.path());
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let merges = std::thread::scope(|s| {
+        let merging = s.spawn(|| {
+            let mut merges = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if merger.merge_vectors().unwrap() {
+                    merges += 1;
+                }
+            }
+            merges
+        });
+        for i in 1..=120u64 {
+            let mut d = page(i, "t", &format!("doc {i}"));
+            d.vector = Some(axis_vector(i as usize, 0.01));
+            // Re-embed an older document too: its vector in a segment being merged is
+            // superseded while the merge runs.
+            let mut again = page(i / 2 + 1, "t", &format!("doc {} again", i / 2 + 1));
+            again.vector = Some(axis_vector(200 + (i as usize % 100), 0.01));
+            writer.stage([Op::Upsert(d), Op::Upsert(again)]).unwrap();
+            writer.commit(None).unwrap();
+            // captures arrive apart; back-to-back commits would starve the merger's
+            // polling lock
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        merging.join().unwrap()
+    });
+    assert!(merges > 0, "the merger found work");
+    let stats = writer.stats().unwrap();
+    assert!(stats.vector_segments <= 24, "{stats:?}");
+    assert_eq!(stats.documents_with_vectors, 120);
+    for i in 62..=120u64 {
+        // never re-embedded: found by its own vector
+        let hits = writer
+            .search(&vector_request(&axis_vector(i as usize, 0.0), 1))
+            .unwrap();
+        assert_eq!(ids(&hits), [i]);
+    }
+    for i in 1..=61u64 {
+        // re-embedded: its first vector must not match any more
+        let got = writer.get(i).unwrap().unwrap().vector.unwrap();
+        assert!(got[i as usize] < 0.5, "doc {i} kept a superseded vector");
+    }
 }
 
 #[test]

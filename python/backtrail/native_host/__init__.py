@@ -119,6 +119,8 @@ def run(
     if config is not None:
         try:
             memory = Memory(config, client="native-host")
+            # MCP servers leave the browser's embedding backlog to us while we run.
+            memory.indexer.announce_host()
         except (BacktrailError, OSError) as error:
             failure = f"the Backtrail store at {config.home} could not be opened: {error}"
     if failure:

@@ -12,6 +12,7 @@ mod write;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -88,6 +89,7 @@ pub struct Index {
     refresh: Mutex<()>,
     caches: Mutex<HashMap<SegmentId, Arc<SegmentCache>>>,
     slots: SearchSlots,
+    cancel_merge: AtomicBool,
 }
 
 impl Index {
@@ -131,6 +133,7 @@ impl Index {
             refresh: Mutex::new(()),
             caches: Mutex::new(HashMap::new()),
             slots: SearchSlots::new(),
+            cancel_merge: AtomicBool::new(false),
         };
         index.snapshot()?;
         Ok(index)

@@ -8,6 +8,7 @@
 //! names are removed by the next writer.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::query::{AllQuery, Query};
@@ -56,8 +57,15 @@ pub enum Op {
     },
 }
 
-/// Merge vector segments once a commit leaves more than this many.
+/// [`Index::merge_vectors`] merges vector segments once there are more than this many.
 const MAX_VECTOR_SEGMENTS: usize = 8;
+/// A commit merges under its lock only past this many (when nobody ran
+/// [`Index::merge_vectors`]), to bound how many graphs a search visits.
+const MAX_SEGMENTS_AT_COMMIT: usize = 3 * MAX_VECTOR_SEGMENTS;
+/// Subdirectory of the vector directory where a merge builds its segment.
+const MERGING_DIR: &str = "merging";
+/// Held (non-blocking) by the one process merging vector segments outside the write lock.
+const MERGE_LOCK: &str = ".backtrail-merge.lock";
 /// Background merges never rebuild more vectors than this in one commit (`compact` does).
 const MAX_MERGE_VECTORS: u64 = 200_000;
 
@@ -236,11 +244,125 @@ impl Index {
         })?;
         writer.wait_merging_threads()?;
 
-        if manifest.segments.len() > MAX_VECTOR_SEGMENTS {
-            self.merge_vectors(&tindex, &mut manifest, false)?;
+        if manifest.segments.len() > MAX_SEGMENTS_AT_COMMIT {
+            self.merge_vectors_locked(&tindex, &mut manifest, false)?;
         }
         self.collect_garbage(&manifest);
         Ok(opstamp)
+    }
+
+    /// True when the latest commit has more vector segments than searches should visit,
+    /// so [`Index::merge_vectors`] has work.
+    pub fn needs_vector_merge(&self) -> Result<bool> {
+        Ok(self.snapshot()?.manifest.segments.len() > MAX_VECTOR_SEGMENTS)
+    }
+
+    /// Merges the smallest vector segments into one, building the new graph *without*
+    /// holding the write lock, so commits (and so capture-to-searchable) never wait for a
+    /// graph build; the lock is taken only to publish it. Returns false when there was
+    /// nothing to merge, another process is merging, or a commit meanwhile dropped a
+    /// chosen segment (a `delete_all` or `compact`), in which case the work is discarded.
+    ///
+    /// Vectors that a newer commit supersedes while the graph is built are copied
+    /// anyway: a hit counts only while the document still carries the stamp the segment
+    /// recorded, so they are never returned, and a later merge drops them.
+    pub fn merge_vectors(&self) -> Result<bool> {
+        if self.cancel_merge.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let Some(_merger) = try_lock_file(&self.dir.join(MERGE_LOCK))? else {
+            return Ok(false);
+        };
+        let snap = self.snapshot()?;
+        let chosen = choose_merge(&snap.manifest, false);
+        if chosen.len() < 2 || snap.manifest.segments.len() <= MAX_VECTOR_SEGMENTS {
+            return Ok(false);
+        }
+        let vecs = self.live_vectors_of(&snap, &chosen)?;
+        let staging = self.vec_dir.join(MERGING_DIR);
+        std::fs::create_dir_all(&staging).map_err(|e| CoreError::io(&staging, e))?;
+        let entries: Vec<Entry> = vecs
+            .iter()
+            .map(|(k, s, v)| Entry {
+                key: *k,
+                stamp: *s,
+                vector: v,
+            })
+            .collect();
+        let built = if entries.is_empty() {
+            None
+        } else {
+            let cancel = &self.cancel_merge;
+            match Segment::write_unless(&staging, 0, &entries, &self.config, cancel)? {
+                Some(meta) => Some(meta),
+                None => return Ok(false),
+            }
+        };
+        drop(snap);
+
+        let _lock = WriteLock::acquire(&self.dir, self.options.lock_timeout)?;
+        let tindex = open_tantivy(&self.dir)?;
+        let mut manifest =
+            Manifest::from_payload(tindex.load_metas()?.payload.as_deref(), &self.dir)?;
+        let (staged_graph, staged_keys) = vectors::segment::paths(&staging, 0);
+        if !chosen
+            .iter()
+            .all(|id| manifest.segments.iter().any(|s| s.id == *id))
+        {
+            let _ = std::fs::remove_file(staged_graph);
+            let _ = std::fs::remove_file(staged_keys);
+            return Ok(false);
+        }
+        manifest.segments.retain(|s| !chosen.contains(&s.id));
+        let mut published = None;
+        if let Some(meta) = built {
+            let id = manifest.take_stamp();
+            let (graph, keys) = vectors::segment::paths(&self.vec_dir, id);
+            std::fs::rename(&staged_graph, &graph).map_err(|e| CoreError::io(&graph, e))?;
+            std::fs::rename(&staged_keys, &keys).map_err(|e| CoreError::io(&keys, e))?;
+            crate::fsutil::sync_dir(&self.vec_dir)?;
+            manifest
+                .segments
+                .push(crate::manifest::SegmentMeta { id, ..meta });
+            published = Some(id);
+        }
+        let mut writer: IndexWriter<TantivyDocument> =
+            tindex.writer_with_num_threads(1, 15_000_000)?;
+        commit_with(&mut writer, &manifest).inspect_err(|_| {
+            if let Some(id) = published {
+                remove_segment_files(&self.vec_dir, id);
+            }
+        })?;
+        writer.wait_merging_threads()?;
+        self.collect_garbage(&manifest);
+        Ok(true)
+    }
+
+    /// Stops merging through this handle, e.g. because the process is shutting down: a
+    /// running [`Index::merge_vectors`] gives up soon, before it publishes anything, and
+    /// later calls return false at once.
+    pub fn stop_merging(&self) {
+        self.cancel_merge.store(true, Ordering::Relaxed);
+    }
+
+    /// `(key, stamp, vector)` of every live vector held by the segments `chosen`.
+    fn live_vectors_of(
+        &self,
+        snap: &Snapshot,
+        chosen: &[u64],
+    ) -> Result<Vec<(u64, u64, Vec<f32>)>> {
+        let live = self.live_vector_stamps(snap, None)?;
+        let mut vecs = Vec::new();
+        for seg in snap.segments.iter().filter(|s| chosen.contains(&s.id)) {
+            for (key, stamp) in seg.entries() {
+                if live.get(&key) == Some(&stamp) {
+                    if let Some(v) = seg.get(key, DIM)? {
+                        vecs.push((key, stamp, v));
+                    }
+                }
+            }
+        }
+        Ok(vecs)
     }
 
     /// Merges all text segments and rebuilds the vectors into one segment, so deleted
@@ -263,37 +385,20 @@ impl Index {
         }
         writer.garbage_collect_files().wait()?;
         writer.wait_merging_threads()?;
-        self.merge_vectors(&tindex, &mut manifest, true)?;
+        self.merge_vectors_locked(&tindex, &mut manifest, true)?;
         self.collect_garbage(&manifest);
         Ok(())
     }
 
-    /// Rebuilds small vector segments (or, with `all`, every segment) into one holding only
-    /// live vectors, and commits the new manifest.
-    fn merge_vectors(
+    /// Under the write lock: rebuilds small vector segments (or, with `all`, every
+    /// segment) into one holding only live vectors, and commits the new manifest.
+    fn merge_vectors_locked(
         &self,
         tindex: &tantivy::Index,
         manifest: &mut Manifest,
         all: bool,
     ) -> Result<()> {
-        let mut chosen: Vec<u64> = Vec::new();
-        if all {
-            chosen = manifest.segments.iter().map(|s| s.id).collect();
-        } else {
-            let mut by_size = manifest.segments.clone();
-            by_size.sort_by_key(|s| s.count);
-            let mut total = 0;
-            for s in by_size {
-                if chosen.len() >= 2
-                    && (manifest.segments.len() - chosen.len() < MAX_VECTOR_SEGMENTS / 2
-                        || total + s.count > MAX_MERGE_VECTORS)
-                {
-                    break;
-                }
-                total += s.count;
-                chosen.push(s.id);
-            }
-        }
+        let chosen = choose_merge(manifest, all);
         if chosen.is_empty() || (!all && chosen.len() < 2) {
             return Ok(());
         }
@@ -312,17 +417,7 @@ impl Index {
                 self.options.expansion_search,
             )?,
         };
-        let live = self.live_vector_stamps(&snap, None)?;
-        let mut vecs: Vec<(u64, u64, Vec<f32>)> = Vec::new();
-        for seg in snap.segments.iter().filter(|s| chosen.contains(&s.id)) {
-            for (key, stamp) in seg.entries() {
-                if live.get(&key) == Some(&stamp) {
-                    if let Some(v) = seg.get(key, DIM)? {
-                        vecs.push((key, stamp, v));
-                    }
-                }
-            }
-        }
+        let vecs = self.live_vectors_of(&snap, &chosen)?;
         let id = manifest.take_stamp();
         manifest.segments.retain(|s| !chosen.contains(&s.id));
         if !vecs.is_empty() {
@@ -375,6 +470,44 @@ impl Index {
     ) -> Result<HashMap<u64, u64>> {
         let query: &dyn Query = filter.unwrap_or(&AllQuery);
         Ok(snap.searcher.search(query, &StampCollector)?)
+    }
+}
+
+/// The segments a merge takes: every one with `all`, else the smallest, at least two,
+/// until few enough remain or the merge would rebuild too many vectors.
+fn choose_merge(manifest: &Manifest, all: bool) -> Vec<u64> {
+    if all {
+        return manifest.segments.iter().map(|s| s.id).collect();
+    }
+    let mut by_size = manifest.segments.clone();
+    by_size.sort_by_key(|s| s.count);
+    let mut chosen = Vec::new();
+    let mut total = 0;
+    for s in by_size {
+        if chosen.len() >= 2
+            && (manifest.segments.len() - chosen.len() < MAX_VECTOR_SEGMENTS / 2
+                || total + s.count > MAX_MERGE_VECTORS)
+        {
+            break;
+        }
+        total += s.count;
+        chosen.push(s.id);
+    }
+    chosen
+}
+
+/// An exclusive lock on `path` if no other process holds it (released on drop).
+fn try_lock_file(path: &std::path::Path) -> Result<Option<std::fs::File>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| CoreError::io(path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(CoreError::io(path, e)),
     }
 }
 

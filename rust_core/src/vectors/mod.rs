@@ -113,6 +113,7 @@ impl Drop for SlotGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::CoreError;
     use crate::manifest::{IndexConfig, Quantization, SegmentMeta};
 
     fn config(q: Quantization) -> IndexConfig {
@@ -168,6 +169,34 @@ mod tests {
         assert!(cosine(&back, &vecs[10]) > 0.9999);
         let only_even = seg.filtered_search(&vecs[11], 5, |k| k % 2 == 0).unwrap();
         assert!(only_even.iter().all(|(k, _)| k % 2 == 0));
+    }
+
+    #[test]
+    fn an_opened_segment_is_searched_after_a_writer_deleted_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let vecs: Vec<Vec<f32>> = (1..=40).map(unit).collect();
+        let entries: Vec<Entry> = vecs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Entry {
+                key: i as u64,
+                stamp: 1,
+                vector: v,
+            })
+            .collect();
+        Segment::write(dir.path(), 9, &entries, &config(Quantization::I8)).unwrap();
+        let seg = Segment::open(dir.path(), 9, 64).unwrap();
+        // The graph is viewed lazily, on the first search: after the files are gone
+        // (a merge in another process collected them) the mapping still serves it.
+        let (graph, keys) = segment::paths(dir.path(), 9);
+        std::fs::remove_file(graph).unwrap();
+        std::fs::remove_file(keys).unwrap();
+        assert_eq!(seg.search(&vecs[5], 1, 0).unwrap()[0].0, 5);
+        assert!(cosine(&seg.get(7, 8).unwrap().unwrap(), &vecs[7]) > 0.99);
+        assert!(matches!(
+            Segment::open(dir.path(), 9, 64),
+            Err(CoreError::Io { .. })
+        ));
     }
 
     #[test]

@@ -9,6 +9,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use memmap2::Mmap;
 use usearch::{Index as HnswIndex, IndexOptions, MetricKind, ScalarKind};
@@ -32,11 +34,20 @@ pub struct Entry<'a> {
     pub vector: &'a [f32],
 }
 
-/// A published, memory-mapped segment.
+/// A published, memory-mapped segment. Both files are mapped when the segment is opened
+/// (which keeps them readable after a writer deletes them), but the graph is handed to
+/// usearch only on the first vector search or lookup: building its view reads the key
+/// table of every node, the larger part of opening a big index, and a process that only
+/// runs keyword searches never pays it.
 pub struct Segment {
     /// Segment id.
     pub id: u64,
-    hnsw: HnswIndex,
+    // Declared before `graph`: the view borrows that mapping and must be dropped first.
+    hnsw: OnceLock<HnswIndex>,
+    viewing: Mutex<()>,
+    graph: Mmap,
+    graph_path: PathBuf,
+    expansion_search: usize,
     keys: Mmap,
     count: usize,
 }
@@ -73,6 +84,20 @@ impl Segment {
         entries: &[Entry<'_>],
         config: &IndexConfig,
     ) -> Result<SegmentMeta> {
+        let never = AtomicBool::new(false);
+        Self::write_unless(dir, id, entries, config, &never)
+            .map(|meta| meta.expect("not cancelled"))
+    }
+
+    /// Like [`Segment::write`], but gives up (returning `None`, publishing nothing) soon
+    /// after `cancel` is set.
+    pub fn write_unless(
+        dir: &Path,
+        id: u64,
+        entries: &[Entry<'_>],
+        config: &IndexConfig,
+        cancel: &AtomicBool,
+    ) -> Result<Option<SegmentMeta>> {
         let (graph_path, keys_path) = paths(dir, id);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -80,15 +105,27 @@ impl Segment {
         let hnsw = HnswIndex::new(&options(config))?;
         hnsw.reserve_capacity_and_threads(entries.len().max(1), threads)?;
         let chunk = entries.len().div_ceil(threads).max(1);
+        let insert = |part: &[Entry<'_>]| -> Result<()> {
+            for group in part.chunks(256) {
+                if cancel.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                group.iter().try_for_each(|e| hnsw.add(e.key, e.vector))?;
+            }
+            Ok(())
+        };
         std::thread::scope(|s| {
             let workers: Vec<_> = entries
                 .chunks(chunk)
-                .map(|part| s.spawn(|| part.iter().try_for_each(|e| hnsw.add(e.key, e.vector))))
+                .map(|part| s.spawn(|| insert(part)))
                 .collect();
             workers
                 .into_iter()
                 .try_for_each(|w| w.join().expect("vector insert thread panicked"))
         })?;
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let tmp = fsutil::tmp_path(&graph_path);
         hnsw.save(
             tmp.to_str()
@@ -115,10 +152,10 @@ impl Segment {
         };
         write(&mut w).map_err(|e| CoreError::io(&tmp, e))?;
         fsutil::publish(&tmp, &keys_path)?;
-        Ok(SegmentMeta {
+        Ok(Some(SegmentMeta {
             id,
             count: entries.len() as u64,
-        })
+        }))
     }
 
     /// Memory-maps a published segment.
@@ -141,23 +178,41 @@ impl Segment {
                 keys.len()
             )));
         }
-        let path = graph_path
-            .to_str()
-            .ok_or_else(|| CoreError::invalid("index path is not UTF-8"))?;
-        if !graph_path.exists() {
-            return Err(CoreError::io(
-                &graph_path,
-                std::io::Error::new(std::io::ErrorKind::NotFound, "vector segment missing"),
-            ));
-        }
-        let hnsw = HnswIndex::restore_view(path)?;
-        hnsw.change_expansion_search(expansion_search);
+        let file = File::open(&graph_path).map_err(|e| CoreError::io(&graph_path, e))?;
+        // SAFETY: as above, published files are never modified.
+        let graph = unsafe { Mmap::map(&file) }.map_err(|e| CoreError::io(&graph_path, e))?;
         Ok(Segment {
             id,
-            hnsw,
+            hnsw: OnceLock::new(),
+            viewing: Mutex::new(()),
+            graph,
+            graph_path,
+            expansion_search,
             keys,
             count,
         })
+    }
+
+    /// The usearch view of the graph, built on first use.
+    fn hnsw(&self) -> Result<&HnswIndex> {
+        if let Some(hnsw) = self.hnsw.get() {
+            return Ok(hnsw);
+        }
+        let _one_viewer = self.viewing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(hnsw) = self.hnsw.get() {
+            return Ok(hnsw);
+        }
+        let corrupt = |e: cxx::Exception| CoreError::IndexCorrupt {
+            path: self.graph_path.clone(),
+            reason: e.to_string(),
+        };
+        let meta = HnswIndex::metadata_from_buffer(&self.graph).map_err(corrupt)?;
+        let hnsw = HnswIndex::new(&meta.into()).map_err(corrupt)?;
+        // SAFETY: the mapping lives as long as `self`, and `hnsw` (declared first) is
+        // dropped before it; the file is never modified.
+        unsafe { hnsw.view_from_buffer(&self.graph) }.map_err(corrupt)?;
+        hnsw.change_expansion_search(self.expansion_search);
+        Ok(self.hnsw.get_or_init(|| hnsw))
     }
 
     /// Number of vectors in the segment.
@@ -202,10 +257,11 @@ impl Segment {
         if self.count == 0 {
             return Ok(Vec::new());
         }
-        if expansion > 0 && expansion != self.hnsw.expansion_search() {
-            self.hnsw.change_expansion_search(expansion);
+        let hnsw = self.hnsw()?;
+        if expansion > 0 && expansion != hnsw.expansion_search() {
+            hnsw.change_expansion_search(expansion);
         }
-        let m = self.hnsw.search(query, count)?;
+        let m = hnsw.search(query, count)?;
         Ok(m.keys
             .into_iter()
             .zip(m.distances)
@@ -223,7 +279,7 @@ impl Segment {
         if self.count == 0 {
             return Ok(Vec::new());
         }
-        let m = self.hnsw.filtered_search(query, count, allow)?;
+        let m = self.hnsw()?.filtered_search(query, count, allow)?;
         Ok(m.keys
             .into_iter()
             .zip(m.distances)
@@ -234,7 +290,7 @@ impl Segment {
     /// The stored (dequantised) vector of `key`.
     pub fn get(&self, key: u64, dim: usize) -> Result<Option<Vec<f32>>> {
         let mut buf = vec![0f32; dim];
-        let found = self.hnsw.get(key, &mut buf)?;
+        let found = self.hnsw()?.get(key, &mut buf)?;
         Ok((found > 0).then_some(buf))
     }
 }
