@@ -1192,37 +1192,54 @@ class Indexer:
 
     def _background_pass(self) -> None:
         while not self._stop.is_set():
+            upto = self._vector_limit()
+            if upto is not None and self._own_work_done(upto):
+                self._merge_soon()
+                return  # a host runs and indexes the rest
             if not self.run_text(wait=0.0):
                 # Another process is indexing (our changes too); look again later.
                 if self._stop.wait(max(0.2, 2 * self.config.indexer_debounce)):
                     return
-                if self._settled():
+                if self._settled(upto, self._background_embedder(upto) is None):
                     return
                 continue
             if self._compact_requested:
                 self.purge(wait=0.0)
-            embedder, upto = self._background_vectors()
+            embedder = self._background_embedder(upto)
             more = embedder is not None and self._vector_turn(
                 embedder, 0.0, None, self._mark(), upto
             )
             self._merge_soon()
-            if not more and self._settled(embedder is None):
+            if not more and self._settled(upto, embedder is None):
                 return
             self._stop.wait(_YIELD_SECONDS)  # let other processes take the lock
 
-    def _background_vectors(self) -> tuple[TextEmbedder | None, int | None]:
-        """The embedder for this background turn (``None``: no vector work here) and
-        how far to embed. The model is not even loaded when the work is a host's."""
+    def _own_work_done(self, upto: int) -> bool:
+        """With a host running: are this process's writes (up to change ``upto``)
+        searchable, and embedded? Rebuild scans are the host's work."""
+        mark = self.watermark()
+        if mark is None or mark.text_scan is not None:
+            return True
+        if upto > mark.text:
+            return False
+        if not self.config.background_vectors or mark.vector_scan is not None:
+            return True
+        return upto <= mark.vectors
+
+    def _background_embedder(self, upto: int | None) -> TextEmbedder | None:
+        """The embedder for this background turn, ``None`` when there is no vector work
+        here (the model is not even loaded when the work is a host's)."""
         if not self.config.background_vectors:
-            return None, None
-        upto = self._vector_limit()
+            return None
         if upto is not None:
             mark = self._mark()
             if mark.vector_scan is not None or upto <= mark.vectors:
-                return None, upto
-        return self._embedder(), upto
+                return None
+        return self._embedder()
 
-    def _settled(self, no_vector_work: bool) -> bool:
+    def _settled(self, upto: int | None, no_vector_work: bool) -> bool:
+        if upto is not None:
+            return self._own_work_done(upto)
         lag = self.lag()
         if not lag.text_caught_up:
             return False
