@@ -49,6 +49,19 @@ after writes, debounced by ``indexer_debounce`` (but at least every
 ``indexer_max_delay`` seconds under a steady stream), text first and then vector
 batches, releasing the lock between batches so other processes' text and ``forget``
 get their turn. Short-lived commands call :meth:`Indexer.catch_up` instead.
+
+**Who does the work.** The native host announces itself (:class:`HostPresence`, a shared
+``flock`` on ``<data_dir>/host.lock`` that the kernel drops when the host dies). While a
+host runs, the background threads of other processes (MCP servers, one per assistant
+window) index and embed only up to their own writes and leave the browser's backlog to
+the host (``defer_vectors_to_host``), so N assistants do not all spend the machine's two
+cores on the same pages; with no host they do everything as before.
+
+**Vector merges.** Each commit that brings vectors adds a vector segment. Merging the
+small ones rebuilds an HNSW graph (seconds at 100k pages), so it runs on its own thread
+beside the indexing thread, at the same low priority, and builds the graph without the
+index's write lock (``_core.Index.merge_vectors``): commits, and so captures becoming
+searchable, never wait for a merge.
 """
 
 from __future__ import annotations

@@ -598,3 +598,49 @@ fn touch_updates_stats_of_all_passages_and_keeps_vectors() {
     index.commit(None).unwrap();
     assert_eq!(index.stats().unwrap().documents, 0);
 }
+
+#[test]
+fn words_close_together_and_in_order_outrank_the_same_words_scattered() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let filler = |n: usize, w: &str| vec![w; n].join(" ");
+    // Doc 2 holds "connection" twice, so on words alone it scores higher.
+    let together = format!(
+        "{} the connection pool timeout was raised {}",
+        filler(12, "alpha"),
+        filler(12, "beta")
+    );
+    let scattered = format!(
+        "connection {} pool {} timeout {} connection",
+        filler(8, "gamma"),
+        filler(8, "delta"),
+        filler(8, "omega")
+    );
+    let mut words_only = SearchRequest::bm25("connection pool timeout", 2);
+    words_only.options.proximity_boost = 0.0;
+    index
+        .stage([
+            Op::Upsert(page(1, "a", &together)),
+            Op::Upsert(page(2, "b", &scattered)),
+        ])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(ids(&index.search(&words_only).unwrap()), [2, 1]);
+    let default = SearchRequest::bm25("connection pool timeout", 2);
+    assert_eq!(ids(&index.search(&default).unwrap()), [1, 2]);
+    // and when the pool is as small as it gets (k = 1: the top 3 candidates)
+    assert_eq!(
+        ids(&index
+            .search(&SearchRequest::bm25("connection pool timeout", 1))
+            .unwrap()),
+        [1]
+    );
+    let reversed = index
+        .search(&SearchRequest::bm25("timeout pool connection", 2))
+        .unwrap();
+    assert_eq!(
+        ids(&reversed),
+        [2, 1],
+        "order matters, as in a remembered phrase"
+    );
+}

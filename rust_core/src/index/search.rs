@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::Query;
+use tantivy::query::{EnableScoring, PhraseQuery, Query, Scorer};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::DocAddress;
+use tantivy::DocSet;
 
 use super::cache::SegmentCache;
 use super::{Index, Snapshot};
@@ -211,7 +212,7 @@ impl Index {
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
         let parsed = ParsedQuery::parse(req.query, &mut analyzer);
-        let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
+        let text_query = parsed.to_query(&self.fields, opts.title_boost);
         let filter = req.filters.query(&self.fields);
         let mut pool = Pool::new();
 
@@ -219,10 +220,20 @@ impl Index {
         if req.mode != Mode::Vector {
             if let Some(q) = &text_query {
                 let q = filtered(q.box_clone(), filter.as_ref().map(|f| f.box_clone()));
-                let n = opts.bm25_candidates.max(req.k * 3);
-                let top = snap
+                // Fusion needs a deep pool; BM25-only ranking re-orders its top few by
+                // proximity, recency and visits.
+                let n = match req.mode {
+                    Mode::Bm25 => req.k * 3,
+                    _ => opts.bm25_candidates.max(req.k * 3),
+                };
+                let mut top = snap
                     .searcher
                     .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
+                if opts.proximity_boost > 0.0 {
+                    if let Some(near) = parsed.proximity_query(&self.fields) {
+                        add_proximity(&snap, &near, opts.proximity_boost, &mut top)?;
+                    }
+                }
                 if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                     for (_, addr) in top.iter().take(opts.coverage_depth) {
                         let c = self.coverage(&snap, *addr, &parsed.words, &mut analyzer)?;
@@ -506,6 +517,43 @@ fn leading_text(text: &str, chars: usize) -> String {
             format!("{}…", head.trim_end())
         }
     }
+}
+
+/// Adds `boost` times the score of `near` (the query's words in order, close together) to
+/// each candidate's BM25 score and re-sorts. Scoring the phrase over the candidates only,
+/// instead of as a clause of the main query, keeps that query to plain word clauses, which
+/// Tantivy answers with block-max WAND; a phrase clause made it visit every posting.
+fn add_proximity(
+    snap: &Snapshot,
+    near: &PhraseQuery,
+    boost: f32,
+    top: &mut [(f32, DocAddress)],
+) -> Result<()> {
+    if top.is_empty() {
+        return Ok(());
+    }
+    let weight = near.weight(EnableScoring::enabled_from_searcher(&snap.searcher))?;
+    let mut order: Vec<usize> = (0..top.len()).collect();
+    order.sort_unstable_by_key(|&i| (top[i].1.segment_ord, top[i].1.doc_id));
+    let mut at = 0;
+    while at < order.len() {
+        let ord = top[order[at]].1.segment_ord;
+        let reader = snap.searcher.segment_reader(ord);
+        let mut scorer = weight.scorer(reader, 1.0)?;
+        while at < order.len() && top[order[at]].1.segment_ord == ord {
+            let i = order[at];
+            let doc = top[i].1.doc_id;
+            if scorer.doc() < doc {
+                scorer.seek(doc);
+            }
+            if scorer.doc() == doc {
+                top[i].0 += boost * scorer.score();
+            }
+            at += 1;
+        }
+    }
+    top.sort_by(|a, b| b.0.total_cmp(&a.0));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -119,15 +119,11 @@ impl ParsedQuery {
         self.words.is_empty() && self.phrases.is_empty()
     }
 
-    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title,
-    /// plus, for two or more words, a bonus (`proximity_boost`) for bodies that hold them
-    /// in order within [`PROXIMITY_SLOP`] positions — what makes a remembered phrase win.
-    pub fn to_query(
-        &self,
-        f: &Fields,
-        title_boost: f32,
-        proximity_boost: f32,
-    ) -> Option<Box<dyn Query>> {
+    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title;
+    /// quoted phrases are required. Plain word clauses let Tantivy skip blocks that
+    /// cannot reach the top (block-max WAND), so the proximity bonus is scored apart, on
+    /// the top candidates only (see [`ParsedQuery::proximity_query`]).
+    pub fn to_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for w in &self.words {
             clauses.push((Occur::Should, term(f.body, w)));
@@ -138,19 +134,6 @@ impl ParsedQuery {
                 ));
             }
         }
-        if proximity_boost > 0.0 && self.sequence.len() >= 2 && self.sequence.len() <= 32 {
-            let terms = self
-                .sequence
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (i, Term::from_field_text(f.body, t)))
-                .collect();
-            let near = PhraseQuery::new_with_offset_and_slop(terms, PROXIMITY_SLOP);
-            clauses.push((
-                Occur::Should,
-                Box::new(BoostQuery::new(Box::new(near), proximity_boost)),
-            ));
-        }
         for p in &self.phrases {
             let terms = p.iter().map(|t| Term::from_field_text(f.body, t)).collect();
             clauses.push((Occur::Must, Box::new(PhraseQuery::new(terms))));
@@ -159,6 +142,22 @@ impl ParsedQuery {
             return None;
         }
         Some(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    /// For two or more words: the query matching bodies that hold them in order within
+    /// [`PROXIMITY_SLOP`] positions — what makes a remembered phrase win. Its score, times
+    /// the proximity boost, is added to a candidate's BM25 score.
+    pub fn proximity_query(&self, f: &Fields) -> Option<PhraseQuery> {
+        if self.sequence.len() < 2 || self.sequence.len() > 32 {
+            return None;
+        }
+        let terms = self
+            .sequence
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, Term::from_field_text(f.body, t)))
+            .collect();
+        Some(PhraseQuery::new_with_offset_and_slop(terms, PROXIMITY_SLOP))
     }
 }
 
@@ -216,6 +215,7 @@ mod tests {
         let p = ParsedQuery::parse(" ?!* \"\" ", &mut analyzer());
         assert!(p.is_empty());
         let (_, f) = Fields::schema();
-        assert!(p.to_query(&f, 1.0, 1.0).is_none());
+        assert!(p.to_query(&f, 1.0).is_none());
+        assert!(p.proximity_query(&f).is_none());
     }
 }
