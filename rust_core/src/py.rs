@@ -497,6 +497,7 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
             "vector_z_clip" => o.rank.vector_z_clip = value.extract().map_err(bad)?,
             "coverage_weighting" => o.rank.coverage_weighting = value.extract().map_err(bad)?,
             "coverage_depth" => o.coverage_depth = value.extract().map_err(bad)?,
+            "proximity_depth" => o.proximity_depth = value.extract().map_err(bad)?,
             "title_boost" => o.title_boost = value.extract().map_err(bad)?,
             "proximity_boost" => o.proximity_boost = value.extract().map_err(bad)?,
             "decay_half_life_days" => o.rank.decay_half_life_days = value.extract().map_err(bad)?,

@@ -45,6 +45,8 @@ impl Mode {
 
 /// Default of [`SearchOptions::coverage_depth`], chosen on the benchmark's known-item set.
 pub const COVERAGE_DEPTH: usize = 2;
+/// Default of [`SearchOptions::proximity_depth`], chosen on the benchmark's known-item set.
+pub const PROXIMITY_DEPTH: usize = 1000;
 
 /// Tuning of one search; every field has a tested default.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +61,9 @@ pub struct SearchOptions {
     pub title_boost: f32,
     /// Weight of the bonus for bodies holding the query's words close together, in order.
     pub proximity_boost: f32,
+    /// How many of the best documents by words alone get the proximity bonus scored; the
+    /// best of them with the bonus form the BM25 candidates.
+    pub proximity_depth: usize,
     /// How many of the top BM25 documents are read for the query's coverage (the best
     /// share of its words any of them holds; see [`RankOptions`]).
     pub coverage_depth: usize,
@@ -82,6 +87,7 @@ impl Default for SearchOptions {
             rank: RankOptions::default(),
             title_boost: 0.5,
             proximity_boost: 2.0,
+            proximity_depth: PROXIMITY_DEPTH,
             coverage_depth: COVERAGE_DEPTH,
             group: true,
             passages_per_hit: 3,
@@ -226,13 +232,20 @@ impl Index {
                     Mode::Bm25 => req.k * 3,
                     _ => opts.bm25_candidates.max(req.k * 3),
                 };
+                let near = match opts.proximity_boost > 0.0 {
+                    true => parsed.proximity_query(&self.fields),
+                    false => None,
+                };
+                let depth = match near {
+                    Some(_) => n.max(opts.proximity_depth),
+                    None => n,
+                };
                 let mut top = snap
                     .searcher
-                    .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
-                if opts.proximity_boost > 0.0 {
-                    if let Some(near) = parsed.proximity_query(&self.fields) {
-                        add_proximity(&snap, &near, opts.proximity_boost, &mut top)?;
-                    }
+                    .search(&*q, &TopDocs::with_limit(depth).order_by_score())?;
+                if let Some(near) = &near {
+                    add_proximity(&snap, near, opts.proximity_boost, &mut top)?;
+                    top.truncate(n);
                 }
                 if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                     for (_, addr) in top.iter().take(opts.coverage_depth) {
