@@ -253,3 +253,26 @@ def test_a_model_without_the_expected_attention_pattern_loads_unfused(tmp_path: 
     garbage.write_bytes(b"\x08\x07" + b"\x12\x00")  # a protobuf ModelProto with no graph
     with pytest.raises(_core.ModelError):
         _core.Embedder(str(files.ort_library), str(garbage), str(files.tokenizer))
+
+
+def test_the_optimised_graph_is_kept_and_reused_and_a_damaged_one_is_rebuilt(
+    tmp_path: Path, embedder: _core.Embedder
+) -> None:
+    cache = tmp_path / "model-cache"
+    texts = TEXTS[:6] + ["a much longer text " * 30]
+    expected = np.array(embedder.embed(texts))  # loaded without a cache
+
+    first = embedding.load_embedder(cache_dir=cache)
+    (kept,) = list(cache.iterdir())
+    assert kept.name.endswith("-fused.onnx") and first.fused
+    stamp = kept.stat().st_mtime_ns
+    second = embedding.load_embedder(cache_dir=cache)  # from the kept graph
+    assert second.fused and kept.stat().st_mtime_ns == stamp
+    for loaded in (first, second):
+        assert (np.array(loaded.embed(texts)) * expected).sum(axis=1).min() > 0.9999
+
+    kept.write_bytes(b"not an onnx graph")
+    third = embedding.load_embedder(cache_dir=cache)
+    assert (np.array(third.embed(texts)) * expected).sum(axis=1).min() > 0.9999
+    assert kept.stat().st_size > 1_000_000, "the damaged graph was written again"
+    assert sorted(p.name for p in cache.iterdir()) == [kept.name]  # no temporaries left

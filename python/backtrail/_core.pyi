@@ -104,7 +104,6 @@ class SearchOptions(TypedDict, total=False):
     rrf_k: float  # default 60
     title_boost: float  # BM25 weight of the title field relative to body
     proximity_boost: float  # bonus for bodies holding the words in order, close (default 2)
-    proximity_depth: int  # best documents by words alone that get the bonus scored (default 1000)
     decay_half_life_days: float  # 0 disables time decay
     decay_floor: float  # decay never goes below this multiplier
     visit_weight: float  # boost = 1 + visit_weight * ln(1 + visits)
@@ -137,7 +136,10 @@ class Embedder:
         max_tokens: int = 256,
         batch_size: int = 16,
         fuse_attention: bool = True,
-    ) -> Embedder: ...
+        cache_dir: str | None = None,
+    ) -> Embedder:
+        """`cache_dir`: where onnxruntime's optimised graph of the model is kept, so
+        later loads take about half the time (rebuilt when unreadable)."""
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Unit-length vectors, one per text, in input order."""
     def token_counts(self, texts: Sequence[str]) -> list[int]: ...

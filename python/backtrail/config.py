@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 ENV_PREFIX = "BACKTRAIL_"
 CONFIG_FILENAMES = ("config.toml", "config.json")
 INDEX_DIRNAME = "index"
+MODEL_CACHE_DIRNAME = "model-cache"
 INDEXER_LOCK_FILENAME = "indexer.lock"
 HOST_LOCK_FILENAME = "host.lock"
 
@@ -327,6 +328,11 @@ class Config:
     @property
     def index_dir(self) -> Path:
         return self.home / INDEX_DIRNAME
+
+    @property
+    def model_cache_dir(self) -> Path:
+        """onnxruntime's optimised graph of the embedding model (rebuildable)."""
+        return self.home / MODEL_CACHE_DIRNAME
 
     @property
     def indexer_lock_path(self) -> Path:

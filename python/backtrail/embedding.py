@@ -98,8 +98,10 @@ def load_embedder(
     sessions: int = 1,
     batch_size: int = 16,
     fuse_attention: bool = True,
+    cache_dir: str | Path | None = None,
 ) -> _core.Embedder:
-    """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix."""
+    """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix.
+    With ``cache_dir``, onnxruntime's optimised graph is kept there for faster loads."""
     files = model_files(model_dir)
     log.debug("loading embedder from %s", files)
     return _core.Embedder(
@@ -111,4 +113,5 @@ def load_embedder(
         sessions=sessions,
         batch_size=batch_size,
         fuse_attention=fuse_attention,
+        cache_dir=None if cache_dir is None else str(cache_dir),
     )

@@ -379,6 +379,7 @@ class Memory:
                         self.config.model_dir, threads=self.config.embed_threads,
                         sessions=self.config.embed_sessions,
                         batch_size=self.config.embed_batch_size,
+                        cache_dir=self.config.model_cache_dir,
                     )  # fmt: skip
                 except _core.ModelError as error:
                     self._model_error = str(error)

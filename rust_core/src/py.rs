@@ -80,7 +80,7 @@ pub struct PyEmbedder {
 #[pymethods]
 impl PyEmbedder {
     #[new]
-    #[pyo3(signature = (ort_library, model_path, tokenizer_path, *, sha256=None, threads=0, sessions=1, max_tokens=256, batch_size=16, fuse_attention=true))]
+    #[pyo3(signature = (ort_library, model_path, tokenizer_path, *, sha256=None, threads=0, sessions=1, max_tokens=256, batch_size=16, fuse_attention=true, cache_dir=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -93,9 +93,11 @@ impl PyEmbedder {
         max_tokens: usize,
         batch_size: usize,
         fuse_attention: bool,
+        cache_dir: Option<PathBuf>,
     ) -> PyResult<Self> {
         let mut config = EmbedderConfig::new(ort_library, model_path, tokenizer_path);
         config.fuse_attention = fuse_attention;
+        config.cache_dir = cache_dir;
         config.sha256 = sha256;
         config.threads = threads;
         config.sessions = sessions;
@@ -497,7 +499,6 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
             "vector_z_clip" => o.rank.vector_z_clip = value.extract().map_err(bad)?,
             "coverage_weighting" => o.rank.coverage_weighting = value.extract().map_err(bad)?,
             "coverage_depth" => o.coverage_depth = value.extract().map_err(bad)?,
-            "proximity_depth" => o.proximity_depth = value.extract().map_err(bad)?,
             "title_boost" => o.title_boost = value.extract().map_err(bad)?,
             "proximity_boost" => o.proximity_boost = value.extract().map_err(bad)?,
             "decay_half_life_days" => o.rank.decay_half_life_days = value.extract().map_err(bad)?,

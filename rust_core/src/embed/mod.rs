@@ -45,6 +45,11 @@ pub struct EmbedderConfig {
     /// Rewrite the attention blocks into onnxruntime's fused operator when the graph has
     /// the expected shape (see `fuse.rs`).
     pub fuse_attention: bool,
+    /// Directory for onnxruntime's optimised graph of this model, so later loads skip the
+    /// attention rewrite and most of the graph optimiser (about half the load time). The
+    /// file's name carries the model's sha256 and the onnxruntime library's identity; an
+    /// unreadable one is rebuilt.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl EmbedderConfig {
@@ -64,6 +69,7 @@ impl EmbedderConfig {
             max_tokens: 256,
             batch_size: 16,
             fuse_attention: true,
+            cache_dir: None,
         }
     }
 }
@@ -134,8 +140,9 @@ impl Embedder {
             }
         }
         let model = std::fs::read(&config.model).map_err(|e| CoreError::io(&config.model, e))?;
+        let model_sha = sha256_hex(&model);
         if let Some(expected) = &config.sha256 {
-            let actual = sha256_hex(&model);
+            let actual = &model_sha;
             if !actual.eq_ignore_ascii_case(expected) {
                 return Err(CoreError::Model(format!(
                     "{} has sha256 {actual}, expected {expected}: the file is corrupt or a different model",
@@ -160,19 +167,33 @@ impl Embedder {
         } else {
             (cores / config.sessions).max(1)
         };
-        let fused = if config.fuse_attention {
-            fuse::fuse_attention(&model).unwrap_or(None)
-        } else {
-            None
+        let cache = config
+            .cache_dir
+            .as_deref()
+            .map(|dir| GraphCache::new(dir, &model_sha, &config));
+        let (sessions, fused) = match cache.as_ref().and_then(|c| c.load(&config, threads)) {
+            Some(loaded) => loaded,
+            None => {
+                let fused = if config.fuse_attention {
+                    fuse::fuse_attention(&model).unwrap_or(None)
+                } else {
+                    None
+                };
+                let graph = fused.as_deref().unwrap_or(&model);
+                let save = cache.as_ref().map(|c| c.path(fused.is_some()));
+                let sessions = (0..config.sessions)
+                    .map(|i| {
+                        let save = if i == 0 { save.as_deref() } else { None };
+                        new_session(graph, &config.model, threads, save).map(Mutex::new)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                (sessions, fused.is_some())
+            }
         };
-        let graph = fused.as_deref().unwrap_or(&model);
-        let sessions = (0..config.sessions)
-            .map(|_| new_session(graph, &config.model, threads).map(Mutex::new))
-            .collect::<Result<Vec<_>>>()?;
         let embedder = Embedder {
             tokenizer,
             sessions,
-            fused: fused.is_some(),
+            fused,
             config,
         };
         // Fail now, not on first use, if the graph does not produce what we expect.
@@ -248,10 +269,76 @@ impl Embedder {
     }
 }
 
-fn new_session(graph: &[u8], model: &Path, threads: usize) -> Result<Session> {
+/// onnxruntime's optimised graph of one model, kept on disk between loads.
+struct GraphCache {
+    /// `<dir>/minilm-<model sha>-<onnxruntime identity>`, completed by
+    /// [`GraphCache::path`].
+    stem: PathBuf,
+}
+
+impl GraphCache {
+    fn new(dir: &Path, model_sha: &str, config: &EmbedderConfig) -> GraphCache {
+        // A new onnxruntime may optimise differently (or not read an older graph).
+        let runtime = std::fs::metadata(&config.ort_library).map_or(0, |m| {
+            let mtime = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            m.len() ^ mtime.rotate_left(32)
+        });
+        let sha = &model_sha[..16.min(model_sha.len())];
+        GraphCache {
+            stem: dir.join(format!("minilm-{sha}-{runtime:016x}")),
+        }
+    }
+
+    /// Where the graph is kept; `fused` says whether the attention rewrite is in it.
+    fn path(&self, fused: bool) -> PathBuf {
+        let mut name = self.stem.clone().into_os_string();
+        name.push(if fused { "-fused.onnx" } else { "-plain.onnx" });
+        PathBuf::from(name)
+    }
+
+    /// Sessions from the kept graph, if there is a usable one for this configuration.
+    fn load(&self, config: &EmbedderConfig, threads: usize) -> Option<(Vec<Mutex<Session>>, bool)> {
+        let candidates: &[bool] = if config.fuse_attention {
+            &[true, false]
+        } else {
+            &[false]
+        };
+        for &fused in candidates {
+            let path = self.path(fused);
+            let Ok(graph) = std::fs::read(&path) else {
+                continue;
+            };
+            let sessions = (0..config.sessions)
+                .map(|_| new_session(&graph, &path, threads, None).map(Mutex::new))
+                .collect::<Result<Vec<_>>>();
+            match sessions {
+                Ok(sessions) => return Some((sessions, fused)),
+                Err(_) => {
+                    let _ = std::fs::remove_file(&path); // rebuilt below
+                }
+            }
+        }
+        None
+    }
+}
+
+/// An onnxruntime session for `graph`; with `save`, onnxruntime also writes its optimised
+/// graph there (through a temporary name, so a reader never sees half a file).
+fn new_session(graph: &[u8], model: &Path, threads: usize, save: Option<&Path>) -> Result<Session> {
     let err = |e: ort::Error<_>| model_err("cannot load model", model, e);
-    Session::builder()
-        .map_err(|e| model_err("cannot create an onnxruntime session for", model, e))?
+    let mut builder = Session::builder()
+        .map_err(|e| model_err("cannot create an onnxruntime session for", model, e))?;
+    let tmp = save.map(crate::fsutil::tmp_path);
+    if let (Some(tmp), Some(dir)) = (&tmp, save.and_then(Path::parent)) {
+        if std::fs::create_dir_all(dir).is_ok() {
+            builder = builder.with_optimized_model_path(tmp).map_err(err)?;
+        }
+    }
+    let session = builder
         .with_optimization_level(GraphOptimizationLevel::All)
         .map_err(err)?
         .with_intra_threads(threads)
@@ -266,7 +353,14 @@ fn new_session(graph: &[u8], model: &Path, threads: usize) -> Result<Session> {
         .with_inter_op_spinning(false)
         .map_err(err)?
         .commit_from_memory(graph)
-        .map_err(|e| model_err("cannot load model", model, e))
+        .map_err(|e| model_err("cannot load model", model, e))?;
+    if let (Some(tmp), Some(save)) = (tmp, save) {
+        // A cache that cannot be written only costs the next load its speed.
+        if tmp.is_file() && std::fs::rename(&tmp, save).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok(session)
 }
 
 /// Runs one padded batch and mean-pools the last hidden state.

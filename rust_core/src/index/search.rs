@@ -4,10 +4,9 @@
 use std::collections::HashMap;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{EnableScoring, PhraseQuery, Query, Scorer};
+use tantivy::query::Query;
 use tantivy::snippet::SnippetGenerator;
 use tantivy::DocAddress;
-use tantivy::DocSet;
 
 use super::cache::SegmentCache;
 use super::{Index, Snapshot};
@@ -45,8 +44,6 @@ impl Mode {
 
 /// Default of [`SearchOptions::coverage_depth`], chosen on the benchmark's known-item set.
 pub const COVERAGE_DEPTH: usize = 2;
-/// Default of [`SearchOptions::proximity_depth`], chosen on the benchmark's known-item set.
-pub const PROXIMITY_DEPTH: usize = 1000;
 
 /// Tuning of one search; every field has a tested default.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,9 +58,6 @@ pub struct SearchOptions {
     pub title_boost: f32,
     /// Weight of the bonus for bodies holding the query's words close together, in order.
     pub proximity_boost: f32,
-    /// How many of the best documents by words alone get the proximity bonus scored; the
-    /// best of them with the bonus form the BM25 candidates.
-    pub proximity_depth: usize,
     /// How many of the top BM25 documents are read for the query's coverage (the best
     /// share of its words any of them holds; see [`RankOptions`]).
     pub coverage_depth: usize,
@@ -87,7 +81,6 @@ impl Default for SearchOptions {
             rank: RankOptions::default(),
             title_boost: 0.5,
             proximity_boost: 2.0,
-            proximity_depth: PROXIMITY_DEPTH,
             coverage_depth: COVERAGE_DEPTH,
             group: true,
             passages_per_hit: 3,
@@ -218,7 +211,7 @@ impl Index {
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
         let parsed = ParsedQuery::parse(req.query, &mut analyzer);
-        let text_query = parsed.to_query(&self.fields, opts.title_boost);
+        let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
         let filter = req.filters.query(&self.fields);
         let mut pool = Pool::new();
 
@@ -226,27 +219,15 @@ impl Index {
         if req.mode != Mode::Vector {
             if let Some(q) = &text_query {
                 let q = filtered(q.box_clone(), filter.as_ref().map(|f| f.box_clone()));
-                // Fusion needs a deep pool; BM25-only ranking re-orders its top few by
-                // proximity, recency and visits.
+                // Fusion needs a deep pool; BM25-only ranking just re-orders its top few
+                // by recency and visits.
                 let n = match req.mode {
                     Mode::Bm25 => req.k * 3,
                     _ => opts.bm25_candidates.max(req.k * 3),
                 };
-                let near = match opts.proximity_boost > 0.0 {
-                    true => parsed.proximity_query(&self.fields),
-                    false => None,
-                };
-                let depth = match near {
-                    Some(_) => n.max(opts.proximity_depth),
-                    None => n,
-                };
-                let mut top = snap
+                let top = snap
                     .searcher
-                    .search(&*q, &TopDocs::with_limit(depth).order_by_score())?;
-                if let Some(near) = &near {
-                    add_proximity(&snap, near, opts.proximity_boost, &mut top)?;
-                    top.truncate(n);
-                }
+                    .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
                 if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                     for (_, addr) in top.iter().take(opts.coverage_depth) {
                         let c = self.coverage(&snap, *addr, &parsed.words, &mut analyzer)?;
@@ -530,43 +511,6 @@ fn leading_text(text: &str, chars: usize) -> String {
             format!("{}…", head.trim_end())
         }
     }
-}
-
-/// Adds `boost` times the score of `near` (the query's words in order, close together) to
-/// each candidate's BM25 score and re-sorts. Scoring the phrase over the candidates only,
-/// instead of as a clause of the main query, keeps that query to plain word clauses, which
-/// Tantivy answers with block-max WAND; a phrase clause made it visit every posting.
-fn add_proximity(
-    snap: &Snapshot,
-    near: &PhraseQuery,
-    boost: f32,
-    top: &mut [(f32, DocAddress)],
-) -> Result<()> {
-    if top.is_empty() {
-        return Ok(());
-    }
-    let weight = near.weight(EnableScoring::enabled_from_searcher(&snap.searcher))?;
-    let mut order: Vec<usize> = (0..top.len()).collect();
-    order.sort_unstable_by_key(|&i| (top[i].1.segment_ord, top[i].1.doc_id));
-    let mut at = 0;
-    while at < order.len() {
-        let ord = top[order[at]].1.segment_ord;
-        let reader = snap.searcher.segment_reader(ord);
-        let mut scorer = weight.scorer(reader, 1.0)?;
-        while at < order.len() && top[order[at]].1.segment_ord == ord {
-            let i = order[at];
-            let doc = top[i].1.doc_id;
-            if scorer.doc() < doc {
-                scorer.seek(doc);
-            }
-            if scorer.doc() == doc {
-                top[i].0 += boost * scorer.score();
-            }
-            at += 1;
-        }
-    }
-    top.sort_by(|a, b| b.0.total_cmp(&a.0));
-    Ok(())
 }
 
 #[cfg(test)]

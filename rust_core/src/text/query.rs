@@ -119,11 +119,17 @@ impl ParsedQuery {
         self.words.is_empty() && self.phrases.is_empty()
     }
 
-    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title;
-    /// quoted phrases are required. Plain word clauses let Tantivy skip blocks that
-    /// cannot reach the top (block-max WAND), so the proximity bonus is scored apart, on
-    /// the top candidates only (see [`ParsedQuery::proximity_query`]).
-    pub fn to_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
+    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title,
+    /// plus a bonus (`proximity_boost`) for bodies holding the words close together, in
+    /// order ([`ParsedQuery::proximity_query`]); quoted phrases are required. (Scoring
+    /// the bonus only on the best documents by words alone was measured slower at equal
+    /// quality: it needs the best ~1,000 of them to keep the known-item MRR.)
+    pub fn to_query(
+        &self,
+        f: &Fields,
+        title_boost: f32,
+        proximity_boost: f32,
+    ) -> Option<Box<dyn Query>> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for w in &self.words {
             clauses.push((Occur::Should, term(f.body, w)));
@@ -131,6 +137,14 @@ impl ParsedQuery {
                 clauses.push((
                     Occur::Should,
                     Box::new(BoostQuery::new(term(f.title, w), title_boost)),
+                ));
+            }
+        }
+        if proximity_boost > 0.0 {
+            if let Some(near) = self.proximity_query(f) {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(near), proximity_boost)),
                 ));
             }
         }
@@ -146,8 +160,8 @@ impl ParsedQuery {
 
     /// For two or more words: the query matching bodies that hold them in order within
     /// [`PROXIMITY_SLOP`] positions — what makes a remembered phrase win. Its score, times
-    /// the proximity boost, is added to a candidate's BM25 score.
-    pub fn proximity_query(&self, f: &Fields) -> Option<PhraseQuery> {
+    /// the proximity boost, is added to a document's BM25 score.
+    fn proximity_query(&self, f: &Fields) -> Option<PhraseQuery> {
         if self.sequence.len() < 2 || self.sequence.len() > 32 {
             return None;
         }
@@ -215,7 +229,7 @@ mod tests {
         let p = ParsedQuery::parse(" ?!* \"\" ", &mut analyzer());
         assert!(p.is_empty());
         let (_, f) = Fields::schema();
-        assert!(p.to_query(&f, 1.0).is_none());
+        assert!(p.to_query(&f, 1.0, 1.0).is_none());
         assert!(p.proximity_query(&f).is_none());
     }
 }
