@@ -385,6 +385,39 @@ fn filtered_vector_search_respects_kind_domain_and_time() {
 }
 
 #[test]
+fn a_filter_that_keeps_most_documents_gives_the_same_hits_as_searching_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for i in 1..=300u64 {
+        let mut d = page(i, "t", "x");
+        d.kind = if i % 10 == 0 {
+            Kind::Fact
+        } else {
+            Kind::Passage
+        };
+        // every vector near axis 1, at distances that grow with i
+        let mut v = axis_vector(1, 0.0);
+        v[2 + (i as usize % 300)] = i as f32 / 100.0;
+        d.vector = Some(v);
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    let q = axis_vector(1, 0.0);
+    let unfiltered = ids(&index.search(&vector_request(&q, 5)).unwrap());
+    let mut no_facts = vector_request(&q, 5);
+    no_facts.filters.kinds = vec![Kind::Passage];
+    let kept = ids(&index.search(&no_facts).unwrap());
+    let expected: Vec<u64> = (1..=300u64).filter(|i| i % 10 != 0).take(5).collect();
+    assert_eq!(kept, expected, "unfiltered: {unfiltered:?}");
+    // a filter that keeps few documents: the nearest of those few, not an empty list
+    let mut facts = vector_request(&q, 5);
+    facts.filters.kinds = vec![Kind::Fact];
+    assert_eq!(ids(&index.search(&facts).unwrap()), [10, 20, 30, 40, 50]);
+}
+
+#[test]
 fn hybrid_search_explains_both_signals_and_groups_passages_by_page() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path());

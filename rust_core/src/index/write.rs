@@ -280,15 +280,11 @@ impl Index {
         }
         let vecs = self.live_vectors_of(&snap, &chosen)?;
         let staging = self.vec_dir.join(MERGING_DIR);
+        // Only the holder of the merge lock uses it: whatever is there was left by a
+        // merger that was killed.
+        let _ = std::fs::remove_dir_all(&staging);
         std::fs::create_dir_all(&staging).map_err(|e| CoreError::io(&staging, e))?;
-        let entries: Vec<Entry> = vecs
-            .iter()
-            .map(|(k, s, v)| Entry {
-                key: *k,
-                stamp: *s,
-                vector: v,
-            })
-            .collect();
+        let entries = as_entries(&vecs);
         let built = if entries.is_empty() {
             None
         } else {
@@ -421,15 +417,7 @@ impl Index {
         let id = manifest.take_stamp();
         manifest.segments.retain(|s| !chosen.contains(&s.id));
         if !vecs.is_empty() {
-            let entries: Vec<Entry> = vecs
-                .iter()
-                .map(|(k, s, v)| Entry {
-                    key: *k,
-                    stamp: *s,
-                    vector: v,
-                })
-                .collect();
-            let meta = Segment::write(&self.vec_dir, id, &entries, &self.config)?;
+            let meta = Segment::write(&self.vec_dir, id, &as_entries(&vecs), &self.config)?;
             manifest.segments.push(meta);
         }
         let mut writer: IndexWriter<TantivyDocument> =
@@ -471,6 +459,17 @@ impl Index {
         let query: &dyn Query = filter.unwrap_or(&AllQuery);
         Ok(snap.searcher.search(query, &StampCollector)?)
     }
+}
+
+/// `(key, stamp, vector)` triples as segment entries.
+fn as_entries(vecs: &[(u64, u64, Vec<f32>)]) -> Vec<Entry<'_>> {
+    vecs.iter()
+        .map(|(key, stamp, vector)| Entry {
+            key: *key,
+            stamp: *stamp,
+            vector,
+        })
+        .collect()
 }
 
 /// The segments a merge takes: every one with `all`, else the smallest, at least two,
