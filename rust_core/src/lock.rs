@@ -37,12 +37,7 @@ impl WriteLock {
                 }
             }
         };
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| CoreError::io(&path, e))?;
+        let file = open_lock_file(&path)?;
         loop {
             match file.try_lock() {
                 Ok(()) => {
@@ -62,6 +57,26 @@ impl Drop for WriteLock {
     fn drop(&mut self) {
         let _ = self.file.unlock();
     }
+}
+
+/// An exclusive lock on `path` if no other holder has it now, released when the returned
+/// file is dropped (or by the kernel if the process dies); `None` if it is taken.
+pub fn try_lock(path: &Path) -> Result<Option<File>> {
+    let file = open_lock_file(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(CoreError::io(path, e)),
+    }
+}
+
+fn open_lock_file(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| CoreError::io(path, e))
 }
 
 fn wait_or_fail(path: &Path, started: Instant, timeout: Duration) -> Result<()> {
@@ -94,5 +109,15 @@ mod tests {
         assert!(matches!(err, Some(CoreError::LockTimeout { .. })));
         drop(first);
         assert!(WriteLock::acquire(dir.path(), Duration::from_millis(50)).is_ok());
+    }
+
+    #[test]
+    fn try_lock_gives_none_while_another_holder_has_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("merge.lock");
+        let held = try_lock(&path).unwrap().expect("free at first");
+        assert!(try_lock(&path).unwrap().is_none());
+        drop(held);
+        assert!(try_lock(&path).unwrap().is_some());
     }
 }

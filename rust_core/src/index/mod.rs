@@ -89,7 +89,7 @@ pub struct Index {
     refresh: Mutex<()>,
     caches: Mutex<HashMap<SegmentId, Arc<SegmentCache>>>,
     slots: SearchSlots,
-    cancel_merge: AtomicBool,
+    merging_stopped: AtomicBool,
 }
 
 impl Index {
@@ -133,7 +133,7 @@ impl Index {
             refresh: Mutex::new(()),
             caches: Mutex::new(HashMap::new()),
             slots: SearchSlots::new(),
-            cancel_merge: AtomicBool::new(false),
+            merging_stopped: AtomicBool::new(false),
         };
         index.snapshot()?;
         Ok(index)

@@ -21,7 +21,7 @@ use tantivy::{
 use super::{open_tantivy, Index, Snapshot};
 use crate::doc::{check_id, Document};
 use crate::error::{CoreError, Result};
-use crate::lock::WriteLock;
+use crate::lock::{self, WriteLock};
 use crate::manifest::Manifest;
 use crate::text::query::time_range;
 use crate::vectors::{self, Entry, Segment};
@@ -267,10 +267,10 @@ impl Index {
     /// anyway: a hit counts only while the document still carries the stamp the segment
     /// recorded, so they are never returned, and a later merge drops them.
     pub fn merge_vectors(&self) -> Result<bool> {
-        if self.cancel_merge.load(Ordering::Relaxed) {
+        if self.merging_stopped.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        let Some(_merger) = try_lock_file(&self.dir.join(MERGE_LOCK))? else {
+        let Some(_merger) = lock::try_lock(&self.dir.join(MERGE_LOCK))? else {
             return Ok(false);
         };
         let snap = self.snapshot()?;
@@ -288,7 +288,7 @@ impl Index {
         let built = if entries.is_empty() {
             None
         } else {
-            let cancel = &self.cancel_merge;
+            let cancel = &self.merging_stopped;
             match Segment::write_unless(&staging, 0, &entries, &self.config, cancel)? {
                 Some(meta) => Some(meta),
                 None => return Ok(false),
@@ -338,7 +338,7 @@ impl Index {
     /// running [`Index::merge_vectors`] gives up soon, before it publishes anything, and
     /// later calls return false at once.
     pub fn stop_merging(&self) {
-        self.cancel_merge.store(true, Ordering::Relaxed);
+        self.merging_stopped.store(true, Ordering::Relaxed);
     }
 
     /// `(key, stamp, vector)` of every live vector held by the segments `chosen`.
@@ -493,21 +493,6 @@ fn choose_merge(manifest: &Manifest, all: bool) -> Vec<u64> {
         chosen.push(s.id);
     }
     chosen
-}
-
-/// An exclusive lock on `path` if no other process holds it (released on drop).
-fn try_lock_file(path: &std::path::Path) -> Result<Option<std::fs::File>> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| CoreError::io(path, e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => Err(CoreError::io(path, e)),
-    }
 }
 
 fn commit_with(writer: &mut IndexWriter<TantivyDocument>, manifest: &Manifest) -> Result<u64> {
