@@ -478,6 +478,40 @@ def test_find_forgotten_weighs_visits_and_recency_more_than_search(
     assert forgotten["decay"] < searched["decay"] < 1.0
 
 
+def test_find_forgotten_picks_the_copy_read_recently_and_often_among_near_duplicates(
+    semantic: Memory, clock: FakeClock, data_home: Path
+) -> None:
+    text = ("Autovacuum reclaims the dead row versions that updates and deletes leave "
+            "behind, so busy tables do not bloat; lower autovacuum_vacuum_scale_factor "
+            "for tables with many updates, and watch pg_stat_user_tables for the last "
+            "autovacuum run of each table.")  # fmt: skip
+    mirror = text.replace("do not bloat", "stay small").replace("dead row", "old row")
+    semantic.capture_page("https://www.postgresql.org/docs/vacuum", title="Routine vacuuming",
+                          text=text)  # fmt: skip
+    semantic.capture_page("https://docs.example.net/pg/vacuum", title="Routine vacuuming",
+                          text=mirror)  # fmt: skip
+    semantic.capture_page("https://example.com/fillfactor", title="Fill factor",
+                          text="A lower fillfactor leaves room on each page for updated "
+                          "rows, which makes heap-only tuple updates possible.")  # fmt: skip
+    semantic.capture_page("https://example.com/bread", text="Sourdough needs a lively starter.")
+    clock.advance(5 * DAY)
+    for n in range(4):
+        semantic.record_visit("https://docs.example.net/pg/vacuum", visited_at=int(clock()) - n)
+    semantic.catch_up()
+    query = "that page on dead rows making tables bloat"
+    original, copy = "https://www.postgresql.org/docs/vacuum", "https://docs.example.net/pg/vacuum"
+    found = semantic.find_forgotten(query)
+    assert urls_of(found)[0] == copy
+    assert found.results[0].explanation["duplicate_of"] is not None
+    assert urls_of(found).index(original) > 0
+    # Without sharing, the copy holding more of the words ranks above the one read often.
+    config = make_config(data_home, embeddings=True, forgotten_duplicate_similarity=0.0)
+    with Memory(config, client="test", clock=clock) as plain:
+        unshared = plain.find_forgotten(query)
+    assert urls_of(unshared).index(original) < urls_of(unshared).index(copy)
+    assert all(r.explanation["duplicate_of"] is None for r in unshared.results)
+
+
 def test_a_search_right_after_a_write_finds_it(memory: Memory) -> None:
     for n in range(3):
         memory.add_note(f"immediately searchable {n}")

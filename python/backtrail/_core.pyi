@@ -67,6 +67,7 @@ class Explanation(TypedDict):
     coverage: float  # share of the query's words the best BM25 document holds
     bm25_weight: float  # the BM25 weight this search used
     fusion: float  # fused relevance before time decay and visit boost
+    duplicate_of: int | None  # the more relevant near-duplicate whose fusion it shares
     decay: float  # multiplier from the age of last_seen
     visit_boost: float  # multiplier from the visit count
     score: float  # final score = fusion * decay * visit_boost
@@ -107,6 +108,9 @@ class SearchOptions(TypedDict, total=False):
     decay_half_life_days: float  # 0 disables time decay
     decay_floor: float  # decay never goes below this multiplier
     visit_weight: float  # boost = 1 + visit_weight * ln(1 + visits)
+    # Near-duplicates (vector cosine >= this) of a more relevant candidate share its fusion
+    # score, so recency and visits pick among copies of one text (0, default: off).
+    duplicate_similarity: float
     group: bool  # one hit per parent (page-level aggregation), default True
     passages_per_hit: int  # default 3
     expansion: int  # HNSW expansion at search time

@@ -826,6 +826,7 @@ class Memory:
             "decay_half_life_days": getattr(cfg, f"{profile}_decay_half_life_days"),
             "decay_floor": getattr(cfg, f"{profile}_decay_floor"),
             "visit_weight": getattr(cfg, f"{profile}_visit_weight"),
+            "duplicate_similarity": getattr(cfg, f"{profile}_duplicate_similarity"),
             "snippet_chars": min(cfg.snippet_chars, request.budget),
         }
 

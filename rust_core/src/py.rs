@@ -454,6 +454,7 @@ fn hits_to<'py>(py: Python<'py>, hits: &[Hit]) -> PyResult<Bound<'py, PyList>> {
         x.set_item("coverage", e.coverage)?;
         x.set_item("bm25_weight", e.bm25_weight)?;
         x.set_item("fusion", e.fusion)?;
+        x.set_item("duplicate_of", e.duplicate_of)?;
         x.set_item("decay", e.decay)?;
         x.set_item("visit_boost", e.visit_boost)?;
         x.set_item("score", e.score)?;
@@ -504,6 +505,7 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
             "decay_half_life_days" => o.rank.decay_half_life_days = value.extract().map_err(bad)?,
             "decay_floor" => o.rank.decay_floor = value.extract().map_err(bad)?,
             "visit_weight" => o.rank.visit_weight = value.extract().map_err(bad)?,
+            "duplicate_similarity" => o.rank.duplicate_similarity = value.extract().map_err(bad)?,
             "group" => o.group = value.extract().map_err(bad)?,
             "passages_per_hit" => o.passages_per_hit = value.extract().map_err(bad)?,
             "expansion" => o.expansion = value.extract().map_err(bad)?,

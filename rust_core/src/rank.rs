@@ -50,6 +50,13 @@ pub struct RankOptions {
     pub decay_floor: f32,
     /// Visit boost slope: `1 + visit_weight * ln(1 + visits)`.
     pub visit_weight: f32,
+    /// Near-duplicates share their relevance: a candidate whose vector has at least this
+    /// cosine similarity to a more relevant candidate's takes that one's fusion score, so
+    /// among copies of the same text (mirrors, versions, re-posts) recency and visits
+    /// decide which ranks first. 0 turns it off. Perturbed copies of one passage (5% of
+    /// the words dropped, a few swapped) measured cosine p5 0.947 / median 0.983 here; the
+    /// nearest other passage of the benchmark corpus p50 0.75 / p90 0.85.
+    pub duplicate_similarity: f32,
 }
 
 impl Default for RankOptions {
@@ -63,9 +70,13 @@ impl Default for RankOptions {
             decay_half_life_days: 0.0,
             decay_floor: 0.5,
             visit_weight: 0.0,
+            duplicate_similarity: 0.0,
         }
     }
 }
+
+/// How many of the most relevant candidates are compared for near-duplicates.
+pub const DUPLICATE_DEPTH: usize = 50;
 
 /// One document in the candidate pool.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +102,9 @@ pub struct Candidate {
     pub bm25_weight: f32,
     /// Fused relevance.
     pub fusion: f32,
+    /// The more relevant near-duplicate whose fusion score this candidate shares (see
+    /// [`RankOptions::duplicate_similarity`]).
+    pub duplicate_of: Option<u64>,
     /// Recency multiplier.
     pub decay: f32,
     /// Visit multiplier.
@@ -113,6 +127,7 @@ impl Candidate {
             coverage: 0.0,
             bm25_weight: 0.0,
             fusion: 0.0,
+            duplicate_of: None,
             decay: 1.0,
             visit_boost: 1.0,
             score: 0.0,
@@ -140,6 +155,12 @@ pub fn visit_boost(visits: u64, opts: &RankOptions) -> f32 {
 /// `coverage` is the share of the query's words found in the best BM25 document (see
 /// [`RankOptions`]); it only matters with `coverage_weighting`.
 pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64, coverage: f32) {
+    fuse(cands, opts, coverage);
+    finish(cands, opts, now);
+}
+
+/// The first half of [`score`]: the fused relevance of every candidate.
+pub fn fuse(cands: &mut [Candidate], opts: &RankOptions, coverage: f32) {
     let max_bm25 = cands
         .iter()
         .filter_map(|c| c.bm25.map(|b| b.1))
@@ -185,6 +206,50 @@ pub fn score(cands: &mut [Candidate], opts: &RankOptions, now: i64, coverage: f3
     if opts.fusion == Fusion::Zscore {
         rescale_fusion(cands);
     }
+}
+
+/// The candidates [`share_duplicates`] compares: the `DUPLICATE_DEPTH` most relevant
+/// (indices into `cands`, most relevant first).
+pub fn duplicate_candidates(cands: &[Candidate]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cands.len()).collect();
+    order.sort_by(|&a, &b| {
+        cands[b]
+            .fusion
+            .total_cmp(&cands[a].fusion)
+            .then(cands[a].id.cmp(&cands[b].id))
+    });
+    order.truncate(DUPLICATE_DEPTH);
+    order
+}
+
+/// Near-duplicates share relevance: walking `vectors` (candidate index and its vector,
+/// most relevant first), each candidate whose cosine similarity to an earlier leader is at
+/// least `threshold` takes that leader's fusion score; the others become leaders.
+pub fn share_duplicates(cands: &mut [Candidate], vectors: &[(usize, Vec<f32>)], threshold: f32) {
+    if threshold <= 0.0 {
+        return;
+    }
+    let mut leaders: Vec<(usize, &[f32])> = Vec::new();
+    for (i, v) in vectors {
+        let lead = leaders
+            .iter()
+            .find(|(_, lv)| crate::vectors::cosine(lv, v) >= threshold);
+        match lead {
+            Some(&(l, _)) => {
+                let (id, fusion) = (cands[l].id, cands[l].fusion);
+                let c = &mut cands[*i];
+                if fusion > c.fusion {
+                    c.fusion = fusion;
+                    c.duplicate_of = Some(id);
+                }
+            }
+            None => leaders.push((*i, v)),
+        }
+    }
+}
+
+/// The second half of [`score`]: recency, visits and the final order.
+pub fn finish(cands: &mut [Candidate], opts: &RankOptions, now: i64) {
     for c in cands.iter_mut() {
         c.decay = decay(now - c.last_seen, opts);
         c.visit_boost = visit_boost(c.visits, opts);
@@ -384,6 +449,84 @@ mod tests {
         score(&mut c, &RankOptions::default(), 0, 0.0);
         assert_eq!(c[0].id, 2);
         assert_eq!(c[0].fusion, 1.0);
+    }
+
+    #[test]
+    fn near_duplicates_share_relevance_so_the_familiar_copy_ranks_first() {
+        // Documents 1 and 2 are copies of one text (2 lost a query word); 3 is another
+        // text. Document 2 was visited often and recently, 1 once long ago.
+        let pool = || {
+            let mut c = vec![
+                cand(1, 1, Some(10.0), Some(0.80)),
+                cand(2, 2, Some(6.0), Some(0.78)),
+                cand(3, 3, Some(8.0), Some(0.70)),
+                cand(4, 4, Some(1.0), Some(0.20)),
+            ];
+            c[0].last_seen = -200 * 86_400;
+            c[0].visits = 1;
+            c[1].last_seen = -86_400;
+            c[1].visits = 6;
+            c[2].last_seen = -86_400;
+            c[2].visits = 6;
+            c
+        };
+        let opts = RankOptions {
+            decay_half_life_days: 30.0,
+            decay_floor: 0.3,
+            visit_weight: 0.15,
+            duplicate_similarity: 0.92,
+            ..RankOptions::default()
+        };
+        let text = |t: f32| {
+            let mut v = vec![0.0f32; 8];
+            v[0] = 1.0;
+            v[1] = t;
+            v
+        };
+        let vectors = |c: &[Candidate]| -> Vec<(usize, Vec<f32>)> {
+            duplicate_candidates(c)
+                .into_iter()
+                .map(|i| {
+                    let v = match c[i].id {
+                        1 => text(0.0),
+                        2 => text(0.05),
+                        3 => text(3.0),
+                        _ => text(-3.0),
+                    };
+                    (i, v)
+                })
+                .collect()
+        };
+
+        let mut plain = pool();
+        score(&mut plain, &opts, 0, 0.5);
+        let order = |c: &[Candidate]| c.iter().map(|c| c.id).collect::<Vec<_>>();
+        assert_eq!(
+            order(&plain)[0],
+            3,
+            "without sharing the lost word costs copy 2 its rank"
+        );
+
+        let mut shared = pool();
+        fuse(&mut shared, &opts, 0.5);
+        let v = vectors(&shared);
+        share_duplicates(&mut shared, &v, opts.duplicate_similarity);
+        finish(&mut shared, &opts, 0);
+        assert_eq!(order(&shared)[0], 2);
+        assert_eq!(shared[0].duplicate_of, Some(1));
+        let lead = shared.iter().find(|c| c.id == 1).unwrap();
+        assert_eq!((lead.duplicate_of, lead.fusion), (None, shared[0].fusion));
+        let other = shared.iter().find(|c| c.id == 3).unwrap();
+        assert_eq!(
+            other.duplicate_of, None,
+            "a different text keeps its own relevance"
+        );
+
+        let mut off = pool();
+        fuse(&mut off, &opts, 0.5);
+        let v = vectors(&off);
+        share_duplicates(&mut off, &v, 0.0);
+        assert!(off.iter().all(|c| c.duplicate_of.is_none()));
     }
 
     #[test]

@@ -278,7 +278,20 @@ impl Index {
             let keep: Vec<bool> = pool.cands.iter().map(|c| c.parent != p).collect();
             retain(&mut pool, &keep);
         }
-        rank::score(&mut pool.cands, &opts.rank, req.now, coverage);
+        rank::fuse(&mut pool.cands, &opts.rank, coverage);
+        if opts.rank.duplicate_similarity > 0.0 && req.query_vector.is_some() {
+            let mut vectors = Vec::new();
+            for i in rank::duplicate_candidates(&pool.cands) {
+                let (id, stamp) = (pool.cands[i].id, pool.vstamps[i]);
+                if stamp > 0 {
+                    if let Some(v) = vectors::stamped_vector(&snap.segments, id, stamp, DIM)? {
+                        vectors.push((i, v));
+                    }
+                }
+            }
+            rank::share_duplicates(&mut pool.cands, &vectors, opts.rank.duplicate_similarity);
+        }
+        rank::finish(&mut pool.cands, &opts.rank, req.now);
         // rank::score sorted the candidates; realign addresses by id.
         let addr_of: HashMap<u64, DocAddress> = pool
             .by_id
