@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use tantivy::collector::TopDocs;
 use tantivy::query::{EnableScoring, Query};
 use tantivy::snippet::SnippetGenerator;
-use tantivy::DocAddress;
 use tantivy::DocSet;
+use tantivy::{DocAddress, Score};
 
 use super::cache::SegmentCache;
 use super::{Index, Snapshot};
@@ -219,16 +219,13 @@ impl Index {
         let mut coverage = 0.0;
         if req.mode != Mode::Vector {
             if let Some(q) = &text_query {
-                let q = filtered(q.box_clone(), filter.as_ref().map(|f| f.box_clone()));
                 // Fusion needs a deep pool; BM25-only ranking just re-orders its top few
                 // by recency and visits.
                 let n = match req.mode {
                     Mode::Bm25 => req.k * 3,
                     _ => opts.bm25_candidates.max(req.k * 3),
                 };
-                let top = snap
-                    .searcher
-                    .search(&*q, &TopDocs::with_limit(n).order_by_score())?;
+                let top = self.text_top(&snap, &parsed, &**q, filter.as_deref(), n, opts)?;
                 if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                     for (_, addr) in top.iter().take(opts.coverage_depth) {
                         let c = self.coverage(&snap, *addr, &parsed.words, &mut analyzer)?;
@@ -362,6 +359,71 @@ impl Index {
 
     /// Nearest documents to `query`, each checked against the document's current vector
     /// stamp so replaced and deleted vectors never surface.
+    /// The best `n` documents for `full`, the BM25 query of `parsed` (words plus the
+    /// proximity bonus, [`ParsedQuery::to_query`]), best first, among those `filter`
+    /// accepts.
+    ///
+    /// Its bonus clause keeps tantivy from pruning, so `full` itself scores every document
+    /// holding any of the words. Instead the words alone are ranked with block-max WAND,
+    /// and the documents earning the bonus (each holds every word of the sequence, an
+    /// intersection) are ranked apart with their full score. The merge is exact: a
+    /// document in neither list scores its words alone, below `n` documents of the
+    /// words' list whose full scores are at least that. Filters are checked on the hits,
+    /// as most keep most documents (a default search leaves out only facts); only when
+    /// too few survive is the filtered query run whole.
+    fn text_top(
+        &self,
+        snap: &Snapshot,
+        parsed: &ParsedQuery,
+        full: &dyn Query,
+        filter: Option<&dyn Query>,
+        n: usize,
+        opts: &SearchOptions,
+    ) -> Result<Vec<(Score, DocAddress)>> {
+        let whole = || -> Result<Vec<(Score, DocAddress)>> {
+            let q = filtered(full.box_clone(), filter.map(|f| f.box_clone()));
+            Ok(snap
+                .searcher
+                .search(&*q, &TopDocs::with_limit(n).order_by_score())?)
+        };
+        let words = match parsed.words_query(&self.fields, opts.title_boost) {
+            Some(words) if parsed.phrases.is_empty() => words,
+            _ => return whole(),
+        };
+        let ask = if filter.is_some() { n + n / 2 + 8 } else { n };
+        let top = TopDocs::with_limit(ask).order_by_score();
+        let by_words = snap.searcher.search(&*words, &top)?;
+        let complete = by_words.len() < ask;
+        let mut best: HashMap<DocAddress, Score> =
+            by_words.into_iter().map(|(s, a)| (a, s)).collect();
+        if let Some(near) = parsed.near_query(&self.fields, opts.title_boost, opts.proximity_boost)
+        {
+            for (s, a) in snap.searcher.search(&*near, &top)? {
+                let e = best.entry(a).or_insert(s);
+                *e = e.max(s);
+            }
+        }
+        let mut merged: Vec<(Score, DocAddress)> = best.into_iter().map(|(a, s)| (s, a)).collect();
+        merged.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+        merged.truncate(ask);
+        let Some(f) = filter else {
+            merged.truncate(n);
+            return Ok(merged);
+        };
+        let addrs: Vec<DocAddress> = merged.iter().map(|h| h.1).collect();
+        let keep = filter_matches(snap, f, &addrs)?;
+        let kept: Vec<(Score, DocAddress)> = merged
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(hit, keep)| keep.then_some(hit))
+            .take(n)
+            .collect();
+        if kept.len() >= n || complete {
+            return Ok(kept);
+        }
+        whole()
+    }
+
     fn vector_candidates(
         &self,
         snap: &Snapshot,
@@ -387,7 +449,8 @@ impl Index {
         // document, ~20 ms at 100k pages) and searched within.
         let found = self.graph_hits(snap, query, ask, expansion)?;
         let placed = self.place(snap, found, usize::MAX)?;
-        let keep = filter_matches(snap, f, &placed)?;
+        let addrs: Vec<DocAddress> = placed.iter().map(|h| h.0).collect();
+        let keep = filter_matches(snap, f, &addrs)?;
         let kept: Vec<(DocAddress, f32)> = placed
             .into_iter()
             .zip(keep)
@@ -566,22 +629,18 @@ fn leading_text(text: &str, chars: usize) -> String {
 }
 
 /// Which of `hits` the filter query matches (one pass per segment, seeking in doc order).
-fn filter_matches(
-    snap: &Snapshot,
-    filter: &dyn Query,
-    hits: &[(DocAddress, f32)],
-) -> Result<Vec<bool>> {
+fn filter_matches(snap: &Snapshot, filter: &dyn Query, hits: &[DocAddress]) -> Result<Vec<bool>> {
     let weight = filter.weight(EnableScoring::disabled_from_searcher(&snap.searcher))?;
     let mut order: Vec<usize> = (0..hits.len()).collect();
-    order.sort_unstable_by_key(|&i| (hits[i].0.segment_ord, hits[i].0.doc_id));
+    order.sort_unstable_by_key(|&i| (hits[i].segment_ord, hits[i].doc_id));
     let mut keep = vec![false; hits.len()];
     let mut at = 0;
     while at < order.len() {
-        let ord = hits[order[at]].0.segment_ord;
+        let ord = hits[order[at]].segment_ord;
         let mut docs = weight.scorer(snap.searcher.segment_reader(ord), 1.0)?;
-        while at < order.len() && hits[order[at]].0.segment_ord == ord {
+        while at < order.len() && hits[order[at]].segment_ord == ord {
             let i = order[at];
-            let doc = hits[i].0.doc_id;
+            let doc = hits[i].doc_id;
             if docs.doc() < doc {
                 docs.seek(doc);
             }
@@ -595,6 +654,112 @@ fn filter_matches(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::doc::{Document, Kind};
+    use crate::index::{Op, OpenOptions};
+
+    /// Pseudo-random documents over a small vocabulary, some holding word runs in order.
+    fn corpus(index: &Index) {
+        let vocab: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let mut seed = 7u64;
+        let mut next = |m: usize| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) % m as u64) as usize
+        };
+        let ops: Vec<Op> = (1..=600u64)
+            .map(|id| {
+                let len = 5 + next(60);
+                // Zipf-like: low-numbered words are common, like "the" and "of".
+                let words: Vec<&str> = (0..len)
+                    .map(|_| {
+                        let spread = 1 + next(vocab.len());
+                        vocab[next(spread)].as_str()
+                    })
+                    .collect();
+                let kind = if id % 10 == 0 {
+                    Kind::Fact
+                } else {
+                    Kind::Passage
+                };
+                let mut d = Document::new(id, kind);
+                d.title = words[..2].join(" ");
+                d.body = words.join(" ");
+                d.url = format!("https://example.org/{id}");
+                d.domain = if id % 50 == 0 {
+                    "rare.org"
+                } else {
+                    "example.org"
+                }
+                .into();
+                Op::Upsert(d)
+            })
+            .collect();
+        index.stage(ops).unwrap();
+        index.commit(None).unwrap();
+    }
+
+    #[test]
+    fn words_and_bonus_ranked_apart_equal_the_whole_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), OpenOptions::default()).unwrap();
+        corpus(&index);
+        let snap = index.snapshot().unwrap();
+        let opts = SearchOptions::default();
+        let most = Filters {
+            kinds: vec![Kind::Passage],
+            ..Filters::default()
+        };
+        let few = Filters {
+            domains: vec!["rare.org".into()],
+            ..Filters::default()
+        };
+        let queries = [
+            "w1 w2",
+            "w3 w1 w7",
+            "w0 w1 w2 w3",
+            "w12 w30 w2 w5 w1",
+            "w38 w39",
+            "w2",
+            "w5 w6 w7 w8 w9 w10",
+        ];
+        let mut compared = 0;
+        for q in queries {
+            let parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
+            let full = parsed
+                .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+                .unwrap();
+            for filters in [Filters::default(), most.clone(), few.clone()] {
+                let filter = filters.query(&index.fields);
+                for n in [3, 10, 30] {
+                    let whole = filtered(full.box_clone(), filter.as_ref().map(|f| f.box_clone()));
+                    let want = snap
+                        .searcher
+                        .search(&*whole, &TopDocs::with_limit(n).order_by_score())
+                        .unwrap();
+                    let got = index
+                        .text_top(&snap, &parsed, &*full, filter.as_deref(), n, &opts)
+                        .unwrap();
+                    assert_eq!(got.len(), want.len(), "{q:?} n={n}");
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!((g.0 - w.0).abs() < 1e-4, "{q:?} n={n}: {got:?} vs {want:?}");
+                    }
+                    // Same documents, apart from ties at the cut.
+                    let cut = want.last().map_or(0.0, |w| w.0);
+                    let above = |v: &[(Score, DocAddress)]| {
+                        let mut a: Vec<DocAddress> =
+                            v.iter().filter(|h| h.0 > cut + 1e-4).map(|h| h.1).collect();
+                        a.sort();
+                        a
+                    };
+                    assert_eq!(above(&got), above(&want), "{q:?} n={n}");
+                    compared += want.len();
+                }
+            }
+        }
+        assert!(compared > 300, "the queries match documents ({compared})");
+    }
 
     #[test]
     fn leading_text_cuts_at_a_word_boundary() {

@@ -130,16 +130,7 @@ impl ParsedQuery {
         title_boost: f32,
         proximity_boost: f32,
     ) -> Option<Box<dyn Query>> {
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for w in &self.words {
-            clauses.push((Occur::Should, term(f.body, w)));
-            if title_boost > 0.0 {
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(term(f.title, w), title_boost)),
-                ));
-            }
-        }
+        let mut clauses = self.word_clauses(f, title_boost);
         if proximity_boost > 0.0 {
             if let Some(near) = self.proximity_query(f) {
                 clauses.push((
@@ -156,6 +147,48 @@ impl ParsedQuery {
             return None;
         }
         Some(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    /// The words alone: each in the body or (boosted) the title. A pure disjunction of
+    /// terms, which tantivy ranks with block-max WAND (skipping documents that cannot
+    /// reach the top). None without words.
+    pub fn words_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
+        let clauses = self.word_clauses(f, title_boost);
+        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+    }
+
+    /// The documents earning the proximity bonus, scored as [`ParsedQuery::to_query`]
+    /// scores them (bonus plus words). None when there is no bonus to earn.
+    pub fn near_query(
+        &self,
+        f: &Fields,
+        title_boost: f32,
+        proximity_boost: f32,
+    ) -> Option<Box<dyn Query>> {
+        if proximity_boost <= 0.0 {
+            return None;
+        }
+        let near = self.proximity_query(f)?;
+        let mut clauses = self.word_clauses(f, title_boost);
+        clauses.push((
+            Occur::Must,
+            Box::new(BoostQuery::new(Box::new(near), proximity_boost)),
+        ));
+        Some(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for w in &self.words {
+            clauses.push((Occur::Should, term(f.body, w)));
+            if title_boost > 0.0 {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(term(f.title, w), title_boost)),
+                ));
+            }
+        }
+        clauses
     }
 
     /// For two or more words: the query matching bodies that hold them in order within
