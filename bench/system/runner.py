@@ -789,8 +789,9 @@ class SystemBench:
             self.phase("ingest")
             self.phase_ingest()
         sizes = sorted(set(a.sizes))
+        judged = not (self.skip("quality") and self.skip("temporal"))
         checkpoints = sorted(set(sizes) | ({min(QUALITY_SIZE, max(sizes))}
-                                           if not self.skip("quality") else set()))  # fmt: skip
+                                           if judged else set()))  # fmt: skip
         for size in checkpoints:
             self.phase(f"build {size}")
             build = self.build_to(size)
@@ -803,9 +804,10 @@ class SystemBench:
                 await self.measure_tier(size, tier)
                 self.fill_vectors()
             self.results["tiers"][str(size)] = tier
-            if size == min(QUALITY_SIZE, max(sizes)) and not self.skip("quality"):
-                self.phase("quality")
-                await self.quality(size, fts, brute)
+            if size == min(QUALITY_SIZE, max(sizes)):
+                if not self.skip("quality"):
+                    self.phase("quality")
+                    await self.quality(size, fts, brute)
                 if not self.skip("temporal"):
                     self.phase("temporal")
                     await self.temporal(a.temporal_groups)
