@@ -410,14 +410,7 @@ impl Index {
             merged.truncate(n);
             return Ok(merged);
         };
-        let addrs: Vec<DocAddress> = merged.iter().map(|h| h.1).collect();
-        let keep = filter_matches(snap, f, &addrs)?;
-        let kept: Vec<(Score, DocAddress)> = merged
-            .into_iter()
-            .zip(keep)
-            .filter_map(|(hit, keep)| keep.then_some(hit))
-            .take(n)
-            .collect();
+        let kept = first_matching(snap, f, merged, |h| h.1, n)?;
         if kept.len() >= n || complete {
             return Ok(kept);
         }
@@ -449,14 +442,7 @@ impl Index {
         // document, ~20 ms at 100k pages) and searched within.
         let found = self.graph_hits(snap, query, ask, expansion)?;
         let placed = self.place(snap, found, usize::MAX)?;
-        let addrs: Vec<DocAddress> = placed.iter().map(|h| h.0).collect();
-        let keep = filter_matches(snap, f, &addrs)?;
-        let kept: Vec<(DocAddress, f32)> = placed
-            .into_iter()
-            .zip(keep)
-            .filter_map(|(hit, keep)| keep.then_some(hit))
-            .take(n)
-            .collect();
+        let kept = first_matching(snap, f, placed, |h| h.0, n)?;
         if kept.len() >= n {
             return Ok(kept);
         }
@@ -629,6 +615,24 @@ fn leading_text(text: &str, chars: usize) -> String {
 }
 
 /// Which of `hits` the filter query matches (one pass per segment, seeking in doc order).
+/// The first `n` of `hits` (best first) that the filter query matches.
+fn first_matching<T>(
+    snap: &Snapshot,
+    filter: &dyn Query,
+    hits: Vec<T>,
+    addr: impl Fn(&T) -> DocAddress,
+    n: usize,
+) -> Result<Vec<T>> {
+    let addrs: Vec<DocAddress> = hits.iter().map(addr).collect();
+    let keep = filter_matches(snap, filter, &addrs)?;
+    Ok(hits
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(hit, keep)| keep.then_some(hit))
+        .take(n)
+        .collect())
+}
+
 fn filter_matches(snap: &Snapshot, filter: &dyn Query, hits: &[DocAddress]) -> Result<Vec<bool>> {
     let weight = filter.weight(EnableScoring::disabled_from_searcher(&snap.searcher))?;
     let mut order: Vec<usize> = (0..hits.len()).collect();
