@@ -273,7 +273,7 @@ class Config:
         0.92,
         "find_forgotten: near-duplicates (vector cosine at least this) of a more relevant "
         "page share its relevance, so the copy read recently and often ranks first (copies "
-        "with 5% of the words dropped measured cosine 0.95 or more in 95% of pairs); 0 "
+        "with 5% of the words dropped measured cosine 0.92 or more in 99% of pairs); 0 "
         "disables.",
         minimum=0,
     )

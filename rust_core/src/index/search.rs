@@ -289,7 +289,7 @@ impl Index {
             rank::share_duplicates(&mut pool.cands, &vectors, opts.rank.duplicate_similarity);
         }
         rank::finish(&mut pool.cands, &opts.rank, req.now);
-        // rank::score sorted the candidates; realign addresses by id.
+        // rank::finish sorted the candidates; realign addresses by id.
         let addr_of: HashMap<u64, DocAddress> = pool
             .by_id
             .iter()
@@ -357,8 +357,6 @@ impl Index {
         Ok(hits as f32 / words.len() as f32)
     }
 
-    /// Nearest documents to `query`, each checked against the document's current vector
-    /// stamp so replaced and deleted vectors never surface.
     /// The best `n` documents for `full`, the BM25 query of `parsed` (words plus the
     /// proximity bonus, [`ParsedQuery::to_query`]), best first, among those `filter`
     /// accepts.
@@ -390,7 +388,7 @@ impl Index {
             Some(words) if parsed.phrases.is_empty() => words,
             _ => return whole(),
         };
-        let ask = if filter.is_some() { n + n / 2 + 8 } else { n };
+        let ask = if filter.is_some() { with_spares(n) } else { n };
         let top = TopDocs::with_limit(ask).order_by_score();
         let by_words = snap.searcher.search(&*words, &top)?;
         let complete = by_words.len() < ask;
@@ -417,6 +415,8 @@ impl Index {
         whole()
     }
 
+    /// Nearest documents to `query`, each checked against the document's current vector
+    /// stamp so replaced and deleted vectors never surface.
     fn vector_candidates(
         &self,
         snap: &Snapshot,
@@ -431,16 +431,14 @@ impl Index {
             self.options.expansion_search
         };
         // Each segment returns some spare hits for those that turn out superseded.
-        let ask = n + n / 2 + 8;
+        let found = self.graph_hits(snap, query, with_spares(n), expansion)?;
         let Some(f) = filter else {
-            let found = self.graph_hits(snap, query, ask, expansion)?;
             return self.place(snap, found, n);
         };
         // Most filters keep most documents (a default search leaves out only facts):
         // search the graphs as if unfiltered and drop what the filter refuses. Only when
         // too few remain is the allowed set collected (a pass over every matching
         // document, ~20 ms at 100k pages) and searched within.
-        let found = self.graph_hits(snap, query, ask, expansion)?;
         let placed = self.place(snap, found, usize::MAX)?;
         let kept = first_matching(snap, f, placed, |h| h.0, n)?;
         if kept.len() >= n {
@@ -614,7 +612,11 @@ fn leading_text(text: &str, chars: usize) -> String {
     }
 }
 
-/// Which of `hits` the filter query matches (one pass per segment, seeking in doc order).
+/// `n` plus room for hits that a filter or a stamp check will drop.
+fn with_spares(n: usize) -> usize {
+    n + n / 2 + 8
+}
+
 /// The first `n` of `hits` (best first) that the filter query matches.
 fn first_matching<T>(
     snap: &Snapshot,
@@ -633,6 +635,7 @@ fn first_matching<T>(
         .collect())
 }
 
+/// Which of `hits` the filter query matches (one pass per segment, seeking in doc order).
 fn filter_matches(snap: &Snapshot, filter: &dyn Query, hits: &[DocAddress]) -> Result<Vec<bool>> {
     let weight = filter.weight(EnableScoring::disabled_from_searcher(&snap.searcher))?;
     let mut order: Vec<usize> = (0..hits.len()).collect();

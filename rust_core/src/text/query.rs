@@ -131,13 +131,8 @@ impl ParsedQuery {
         proximity_boost: f32,
     ) -> Option<Box<dyn Query>> {
         let mut clauses = self.word_clauses(f, title_boost);
-        if proximity_boost > 0.0 {
-            if let Some(near) = self.proximity_query(f) {
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(near), proximity_boost)),
-                ));
-            }
+        if let Some(bonus) = self.bonus(f, proximity_boost) {
+            clauses.push((Occur::Should, bonus));
         }
         for p in &self.phrases {
             let terms = p.iter().map(|t| Term::from_field_text(f.body, t)).collect();
@@ -165,16 +160,19 @@ impl ParsedQuery {
         title_boost: f32,
         proximity_boost: f32,
     ) -> Option<Box<dyn Query>> {
+        let bonus = self.bonus(f, proximity_boost)?;
+        let mut clauses = self.word_clauses(f, title_boost);
+        clauses.push((Occur::Must, bonus));
+        Some(Box::new(BooleanQuery::new(clauses)))
+    }
+
+    /// The proximity clause weighted by `proximity_boost`; None when it earns nothing.
+    fn bonus(&self, f: &Fields, proximity_boost: f32) -> Option<Box<dyn Query>> {
         if proximity_boost <= 0.0 {
             return None;
         }
         let near = self.proximity_query(f)?;
-        let mut clauses = self.word_clauses(f, title_boost);
-        clauses.push((
-            Occur::Must,
-            Box::new(BoostQuery::new(Box::new(near), proximity_boost)),
-        ));
-        Some(Box::new(BooleanQuery::new(clauses)))
+        Some(Box::new(BoostQuery::new(Box::new(near), proximity_boost)))
     }
 
     fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
