@@ -413,6 +413,25 @@ class SystemBench:
             finally:
                 await client.close()
         out["preloaded_model_runs"] = preload
+        # RSS once the server is whole: the RSS above is sampled 0.5 s after initialize,
+        # while the SDK is still being imported. tools/list waits for it.
+        ready = []
+        for r in range(2):
+            client = await mc.connect(self.home, f"ready{r}", self.logs, **self.mcp_env)
+            try:
+                assert client.session is not None
+                t0 = time.perf_counter()
+                await client.session.list_tools()
+                listed = time.perf_counter() - t0
+                await asyncio.sleep(1)
+                ready.append({"spawn_to_tools_listed_s": client.spawn_to_initialized + listed,
+                              "rss_ready_mb": rss_mb(client.pid) if client.pid else None})
+            finally:
+                await client.close()
+        out["ready_runs"] = ready
+        say("  MCP whole (tools listed) after "
+            + ", ".join(f"{row['spawn_to_tools_listed_s']:.2f} s" for row in ready)
+            + "; RSS then " + ", ".join(f"{row['rss_ready_mb'] or 0:.0f} MB" for row in ready))
         for key in ("spawn_to_initialized_s", "first_search_s", "second_search_s",
                     "rss_idle_mb", "rss_after_search_mb"):  # fmt: skip
             values = [row[key] for row in rows if row[key] is not None]
@@ -930,10 +949,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
         first = _get(tiers, largest, "startup", "first_search_s", "median")
         add("MCP first search incl. model load (median)", first, "<= 0.6 s",
             None if first is None else first <= 0.6, f"{int(largest):,} pages")
-        idle = [_get(tiers, s, "startup", "rss_idle_mb", "max") for s in measured]
+        # idle = the server whole (tools listed), no search yet; earlier runs sampled it
+        # while the SDK was still loading
+        idle = [row.get("rss_ready_mb") for s in measured
+                for row in _get(tiers, s, "startup", "ready_runs") or []]  # fmt: skip
         idle = [v for v in idle if v is not None]
-        add("MCP server RSS idle (max over tiers)", max(idle) if idle else None, "<= 150 MB",
-            None if not idle else max(idle) <= 150.0, "")
+        add("MCP server RSS idle, ready (max over tiers)", max(idle) if idle else None,
+            "<= 150 MB", None if not idle else max(idle) <= 150.0, "")
     q = _get(r, "quality", "scores")
     if q:
         h = q["hybrid (service)"]["all"]["passage_mrr@10"]

@@ -382,6 +382,12 @@ fn filtered_vector_search_respects_kind_domain_and_time() {
     let hits = ids(&index.search(&req).unwrap());
     assert_eq!(hits.len(), 4, "{hits:?}");
     assert!(hits.iter().all(|&i| i % 6 == 0 && i >= 10));
+    // kinds and times alone are checked on the columns while the hits are placed
+    req.filters.domains.clear();
+    req.filters.until = Some(26_000);
+    let mut hits = ids(&index.search(&req).unwrap());
+    hits.sort_unstable();
+    assert_eq!(hits, [10, 12, 14, 16, 18, 20, 22, 24], "{hits:?}");
 }
 
 #[test]

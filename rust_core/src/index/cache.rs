@@ -2,8 +2,9 @@
 //! map from document id to Tantivy's doc id (built on first use). Tantivy segments are
 //! immutable, so these are cached by segment id for the life of the process.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
 
 use tantivy::columnar::Column;
 use tantivy::fastfield::AliveBitSet;
@@ -15,6 +16,8 @@ use crate::error::Result;
 pub struct SegmentCache {
     /// Document ids.
     pub id: Column<u64>,
+    /// Kind codes.
+    pub kind: Column<u64>,
     /// Parents.
     pub parent: Column<u64>,
     /// Last seen.
@@ -23,7 +26,7 @@ pub struct SegmentCache {
     pub visits: Column<u64>,
     /// Vector stamps.
     pub vstamp: Column<u64>,
-    ids: OnceLock<HashMap<u64, DocId>>,
+    ids: OnceLock<FxHashMap<u64, DocId>>,
     alive_at_build: Option<AliveBitSet>,
     max_doc: DocId,
 }
@@ -34,6 +37,7 @@ impl SegmentCache {
         let ff = reader.fast_fields();
         Ok(SegmentCache {
             id: ff.u64("id")?,
+            kind: ff.u64("kind")?,
             parent: ff.u64("parent")?,
             last_seen: ff.i64("last_seen")?,
             visits: ff.u64("visits")?,
@@ -48,7 +52,8 @@ impl SegmentCache {
     pub fn doc_of(&self, id: u64) -> Option<DocId> {
         self.ids
             .get_or_init(|| {
-                let mut map = HashMap::with_capacity(self.max_doc as usize);
+                let mut map =
+                    FxHashMap::with_capacity_and_hasher(self.max_doc as usize, Default::default());
                 for doc in 0..self.max_doc {
                     // Deletes only accumulate, so a doc deleted now stays deleted; skipping
                     // them keeps a re-added id in the same segment pointing at its live copy.

@@ -1,8 +1,7 @@
 //! The read path: BM25 and vector candidates, fusion and re-ranking, page-level grouping,
 //! snippets.
 
-use std::collections::HashMap;
-
+use rustc_hash::{FxHashMap, FxHashSet};
 use tantivy::collector::TopDocs;
 use tantivy::query::{EnableScoring, Query};
 use tantivy::snippet::SnippetGenerator;
@@ -15,6 +14,7 @@ use crate::error::{CoreError, Result};
 use crate::rank::{self, Candidate, RankOptions};
 use crate::text::query::{filtered, Filters, ParsedQuery};
 use crate::text::tokenizer;
+use crate::text::Fields;
 use crate::vectors::{self, cosine};
 use crate::DIM;
 
@@ -164,7 +164,7 @@ struct Pool {
     cands: Vec<Candidate>,
     addrs: Vec<DocAddress>,
     vstamps: Vec<u64>,
-    by_id: HashMap<u64, usize>,
+    by_id: FxHashMap<u64, usize>,
 }
 
 impl Pool {
@@ -173,7 +173,7 @@ impl Pool {
             cands: Vec::new(),
             addrs: Vec::new(),
             vstamps: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: FxHashMap::default(),
         }
     }
 
@@ -213,7 +213,7 @@ impl Index {
         let mut analyzer = tokenizer::analyzer();
         let parsed = ParsedQuery::parse(req.query, &mut analyzer);
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
-        let filter = req.filters.query(&self.fields);
+        let filter = HitFilter::new(&req.filters, &self.fields);
         let mut pool = Pool::new();
 
         let mut coverage = 0.0;
@@ -225,7 +225,7 @@ impl Index {
                     Mode::Bm25 => req.k * 3,
                     _ => opts.bm25_candidates.max(req.k * 3),
                 };
-                let top = self.text_top(&snap, &parsed, &**q, filter.as_deref(), n, opts)?;
+                let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts)?;
                 if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                     for (_, addr) in top.iter().take(opts.coverage_depth) {
                         let c = self.coverage(&snap, *addr, &parsed.words, &mut analyzer)?;
@@ -251,7 +251,7 @@ impl Index {
                     _ => opts.vector_candidates.max(req.k * 3),
                 };
                 let hits =
-                    self.vector_candidates(&snap, &qv, n, filter.as_deref(), opts.expansion)?;
+                    self.vector_candidates(&snap, &qv, n, filter.as_ref(), opts.expansion)?;
                 for (rank, (addr, sim)) in hits.into_iter().enumerate() {
                     let i = pool.add(self, &snap, addr)?;
                     pool.cands[i].vector_rank = Some(rank + 1);
@@ -290,7 +290,7 @@ impl Index {
         }
         rank::finish(&mut pool.cands, &opts.rank, req.now);
         // rank::finish sorted the candidates; realign addresses by id.
-        let addr_of: HashMap<u64, DocAddress> = pool
+        let addr_of: FxHashMap<u64, DocAddress> = pool
             .by_id
             .iter()
             .map(|(&id, &i)| (id, pool.addrs[i]))
@@ -346,7 +346,7 @@ impl Index {
             return Ok(0.0);
         }
         let doc = self.stored(snap, addr)?.doc;
-        let mut found = std::collections::HashSet::new();
+        let mut found = FxHashSet::default();
         for text in [&doc.title, &doc.body] {
             let mut stream = analyzer.token_stream(text);
             while let Some(t) = tantivy::tokenizer::TokenStream::next(&mut stream) {
@@ -374,12 +374,12 @@ impl Index {
         snap: &Snapshot,
         parsed: &ParsedQuery,
         full: &dyn Query,
-        filter: Option<&dyn Query>,
+        filter: Option<&HitFilter>,
         n: usize,
         opts: &SearchOptions,
     ) -> Result<Vec<(Score, DocAddress)>> {
         let whole = || -> Result<Vec<(Score, DocAddress)>> {
-            let q = filtered(full.box_clone(), filter.map(|f| f.box_clone()));
+            let q = filtered(full.box_clone(), filter.map(|f| f.query.box_clone()));
             Ok(snap
                 .searcher
                 .search(&*q, &TopDocs::with_limit(n).order_by_score())?)
@@ -392,7 +392,7 @@ impl Index {
         let top = TopDocs::with_limit(ask).order_by_score();
         let by_words = snap.searcher.search(&*words, &top)?;
         let complete = by_words.len() < ask;
-        let mut best: HashMap<DocAddress, Score> =
+        let mut best: FxHashMap<DocAddress, Score> =
             by_words.into_iter().map(|(s, a)| (a, s)).collect();
         if let Some(near) = parsed.near_query(&self.fields, opts.title_boost, opts.proximity_boost)
         {
@@ -408,7 +408,7 @@ impl Index {
             merged.truncate(n);
             return Ok(merged);
         };
-        let kept = first_matching(snap, f, merged, |h| h.1, n)?;
+        let kept = self.first_matching(snap, f, merged, |h| h.1, n)?;
         if kept.len() >= n || complete {
             return Ok(kept);
         }
@@ -422,7 +422,7 @@ impl Index {
         snap: &Snapshot,
         query: &[f32],
         n: usize,
-        filter: Option<&dyn Query>,
+        filter: Option<&HitFilter>,
         expansion: usize,
     ) -> Result<Vec<(DocAddress, f32)>> {
         let expansion = if expansion > 0 {
@@ -433,19 +433,23 @@ impl Index {
         // Each segment returns some spare hits for those that turn out superseded.
         let found = self.graph_hits(snap, query, with_spares(n), expansion)?;
         let Some(f) = filter else {
-            return self.place(snap, found, n);
+            return self.place(snap, found, n, None);
         };
         // Most filters keep most documents (a default search leaves out only facts):
         // search the graphs as if unfiltered and drop what the filter refuses. Only when
         // too few remain is the allowed set collected (a pass over every matching
         // document, ~20 ms at 100k pages) and searched within.
-        let placed = self.place(snap, found, usize::MAX)?;
-        let kept = first_matching(snap, f, placed, |h| h.0, n)?;
+        let kept = if f.domains.is_none() {
+            self.place(snap, found, n, Some(f))?
+        } else {
+            let placed = self.place(snap, found, usize::MAX, Some(f))?;
+            self.first_matching(snap, f, placed, |h| h.0, n)?
+        };
         if kept.len() >= n {
             return Ok(kept);
         }
         let mut found: Vec<(u64, f32, u64)> = Vec::new();
-        let allowed = self.live_vector_stamps(snap, Some(f))?;
+        let allowed = self.live_vector_stamps(snap, Some(&*f.query))?;
         if allowed.len() <= EXACT_SCAN_LIMIT {
             for (&key, &stamp) in &allowed {
                 if let Some(v) = vectors::stamped_vector(&snap.segments, key, stamp, DIM)? {
@@ -463,7 +467,7 @@ impl Index {
                 found.extend(hits.into_iter().map(|(k, s)| (k, s, allowed[&k])));
             }
         }
-        self.place(snap, found, n)
+        self.place(snap, found, n, None)
     }
 
     /// `(key, similarity, stamp)` of the nearest `ask` vectors of every segment.
@@ -486,17 +490,18 @@ impl Index {
         Ok(found)
     }
 
-    /// The best `n` of `found` that are live documents still carrying the vector's stamp,
-    /// best first, each once.
+    /// The best `n` of `found` that are live documents still carrying the vector's stamp
+    /// (and pass the column checks of `columns`), best first, each once.
     fn place(
         &self,
         snap: &Snapshot,
         mut found: Vec<(u64, f32, u64)>,
         n: usize,
+        columns: Option<&HitFilter>,
     ) -> Result<Vec<(DocAddress, f32)>> {
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut out = Vec::with_capacity(n.min(found.len()));
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = FxHashSet::default();
         for (key, sim, stamp) in found {
             if out.len() == n {
                 break;
@@ -508,10 +513,10 @@ impl Index {
                 continue;
             };
             let cache = self.segment_cache(&snap.searcher, addr.segment_ord as usize)?;
-            if SegmentCache::u64_at(&cache.vstamp, addr.doc_id) == stamp {
-                out.push((addr, sim));
-            } else {
+            if SegmentCache::u64_at(&cache.vstamp, addr.doc_id) != stamp {
                 seen.remove(&key);
+            } else if columns.is_none_or(|f| f.column_allows(&cache, addr.doc_id)) {
+                out.push((addr, sim));
             }
         }
         Ok(out)
@@ -617,22 +622,106 @@ fn with_spares(n: usize) -> usize {
     n + n / 2 + 8
 }
 
-/// The first `n` of `hits` (best first) that the filter query matches.
-fn first_matching<T>(
-    snap: &Snapshot,
-    filter: &dyn Query,
-    hits: Vec<T>,
-    addr: impl Fn(&T) -> DocAddress,
-    n: usize,
-) -> Result<Vec<T>> {
-    let addrs: Vec<DocAddress> = hits.iter().map(addr).collect();
-    let keep = filter_matches(snap, filter, &addrs)?;
-    Ok(hits
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(hit, keep)| keep.then_some(hit))
-        .take(n)
-        .collect())
+/// A search's filters, checked on single hits: kinds and the time range on the
+/// fast-field columns (cheap per hit, where the kinds' query would first collect every
+/// document of those kinds), domains through their query (`site` has no column).
+pub(crate) struct HitFilter {
+    /// All the filters as one query, for searches run within the allowed set.
+    query: Box<dyn Query>,
+    /// Allowed kind codes as bits (`None`: any kind).
+    kinds: Option<u64>,
+    since: Option<i64>,
+    until: Option<i64>,
+    domains: Option<Box<dyn Query>>,
+}
+
+impl HitFilter {
+    /// The filter of `filters`, or `None` when they restrict nothing.
+    pub(crate) fn new(filters: &Filters, fields: &Fields) -> Option<HitFilter> {
+        let query = filters.query(fields)?;
+        let kinds = (!filters.kinds.is_empty()).then(|| {
+            filters
+                .kinds
+                .iter()
+                .fold(0u64, |bits, k| bits | 1 << k.code())
+        });
+        Some(HitFilter {
+            query,
+            kinds,
+            since: filters.since,
+            until: filters.until,
+            domains: filters.domains_query(fields),
+        })
+    }
+
+    fn column_allows(&self, cache: &SegmentCache, doc: tantivy::DocId) -> bool {
+        if let Some(bits) = self.kinds {
+            match cache.kind.first(doc) {
+                Some(code) if code < 64 && bits & (1 << code) != 0 => {}
+                _ => return false,
+            }
+        }
+        if self.since.is_some() || self.until.is_some() {
+            let Some(seen) = cache.last_seen.first(doc) else {
+                return false;
+            };
+            if self.since.is_some_and(|s| seen < s) || self.until.is_some_and(|u| seen >= u) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl Index {
+    /// The first `n` of `hits` (best first) that `filter` allows.
+    fn first_matching<T>(
+        &self,
+        snap: &Snapshot,
+        filter: &HitFilter,
+        hits: Vec<T>,
+        addr: impl Fn(&T) -> DocAddress,
+        n: usize,
+    ) -> Result<Vec<T>> {
+        let keep = self.allowed(snap, filter, &hits.iter().map(addr).collect::<Vec<_>>())?;
+        Ok(hits
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(hit, keep)| keep.then_some(hit))
+            .take(n)
+            .collect())
+    }
+
+    /// Which of `hits` `filter` allows.
+    fn allowed(
+        &self,
+        snap: &Snapshot,
+        filter: &HitFilter,
+        hits: &[DocAddress],
+    ) -> Result<Vec<bool>> {
+        let mut caches: Vec<Option<std::sync::Arc<SegmentCache>>> =
+            vec![None; snap.searcher.segment_readers().len()];
+        let mut keep = Vec::with_capacity(hits.len());
+        for hit in hits {
+            let slot = &mut caches[hit.segment_ord as usize];
+            if slot.is_none() {
+                *slot = Some(self.segment_cache(&snap.searcher, hit.segment_ord as usize)?);
+            }
+            let cache = slot.as_deref().expect("filled above");
+            keep.push(filter.column_allows(cache, hit.doc_id));
+        }
+        if let Some(domains) = &filter.domains {
+            let still: Vec<usize> = (0..hits.len()).filter(|&i| keep[i]).collect();
+            let addrs: Vec<DocAddress> = still.iter().map(|&i| hits[i]).collect();
+            for (i, ok) in still
+                .into_iter()
+                .zip(filter_matches(snap, &**domains, &addrs)?)
+            {
+                keep[i] = ok;
+            }
+        }
+        Ok(keep)
+    }
 }
 
 /// Which of `hits` the filter query matches (one pass per segment, seeking in doc order).
@@ -691,6 +780,7 @@ mod tests {
                     Kind::Passage
                 };
                 let mut d = Document::new(id, kind);
+                d.last_seen = (id % 7) as i64 * 1000;
                 d.title = words[..2].join(" ");
                 d.body = words.join(" ");
                 d.url = format!("https://example.org/{id}");
@@ -722,6 +812,17 @@ mod tests {
             domains: vec!["rare.org".into()],
             ..Filters::default()
         };
+        let recent_passages = Filters {
+            kinds: vec![Kind::Passage, Kind::Note],
+            since: Some(2000),
+            until: Some(6000),
+            ..Filters::default()
+        };
+        let recent_rare = Filters {
+            domains: vec!["rare.org".into(), "nowhere.net".into()],
+            since: Some(3000),
+            ..Filters::default()
+        };
         let queries = [
             "w1 w2",
             "w3 w1 w7",
@@ -737,8 +838,15 @@ mod tests {
             let full = parsed
                 .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
                 .unwrap();
-            for filters in [Filters::default(), most.clone(), few.clone()] {
+            for filters in [
+                Filters::default(),
+                most.clone(),
+                few.clone(),
+                recent_passages.clone(),
+                recent_rare.clone(),
+            ] {
                 let filter = filters.query(&index.fields);
+                let hit_filter = HitFilter::new(&filters, &index.fields);
                 for n in [3, 10, 30] {
                     let whole = filtered(full.box_clone(), filter.as_ref().map(|f| f.box_clone()));
                     let want = snap
@@ -746,7 +854,7 @@ mod tests {
                         .search(&*whole, &TopDocs::with_limit(n).order_by_score())
                         .unwrap();
                     let got = index
-                        .text_top(&snap, &parsed, &*full, filter.as_deref(), n, &opts)
+                        .text_top(&snap, &parsed, &*full, hit_filter.as_ref(), n, &opts)
                         .unwrap();
                     assert_eq!(got.len(), want.len(), "{q:?} n={n}");
                     for (g, w) in got.iter().zip(&want) {

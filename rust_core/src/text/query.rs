@@ -47,11 +47,8 @@ impl Filters {
                 .map(|k| Term::from_field_u64(f.kind, k.code()));
             must.push(Box::new(TermSetQuery::new(terms)));
         }
-        if !self.domains.is_empty() {
-            let terms = self.domains.iter().map(|d| {
-                Term::from_field_text(f.site, d.trim().trim_matches('.').to_lowercase().as_str())
-            });
-            must.push(Box::new(TermSetQuery::new(terms)));
+        if let Some(domains) = self.domains_query(f) {
+            must.push(domains);
         }
         if let Some(range) = time_range(f, self.since, self.until) {
             must.push(range);
@@ -61,6 +58,18 @@ impl Filters {
             1 => must.pop(),
             _ => Some(Box::new(BooleanQuery::intersection(must))),
         }
+    }
+
+    /// The domain restriction alone as a query (`site` is indexed but not a fast field,
+    /// so hits are checked against it through its postings), or `None`.
+    pub fn domains_query(&self, f: &Fields) -> Option<Box<dyn Query>> {
+        if self.domains.is_empty() {
+            return None;
+        }
+        let terms = self.domains.iter().map(|d| {
+            Term::from_field_text(f.site, d.trim().trim_matches('.').to_lowercase().as_str())
+        });
+        Some(Box::new(TermSetQuery::new(terms)))
     }
 }
 
