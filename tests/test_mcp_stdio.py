@@ -5,6 +5,7 @@ two servers on one data directory, and the fast start."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -99,6 +100,70 @@ def test_an_unusual_first_message_is_left_to_the_sdk(tmp_path: Path) -> None:
     assert [a.get("result") for a in _answers(lines, 7)] == [{}]
     (answer,) = _answers(lines, 0)
     assert answer["result"]["protocolVersion"] == "2025-11-25"  # the SDK's counter-offer
+
+
+def test_the_reader_starts_warming_on_the_first_search_before_the_sdk_is_ready() -> None:
+    from backtrail.mcp_server import stdio
+
+    def call(ident: int, tool: str) -> bytes:
+        message = {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                   "params": {"name": tool, "arguments": {"query": "x"}}}  # fmt: skip
+        return (json.dumps(message) + "\n").encode()
+
+    def run(lines: list[bytes], ready_after: int) -> tuple[list[bytes], int]:
+        warmed = threading.Semaphore(0)
+        calls = []
+
+        def warm() -> None:
+            calls.append(1)
+            warmed.release()
+
+        read_end, write_end = os.pipe()
+        with os.fdopen(read_end, "rb") as raw, os.fdopen(write_end, "wb") as out:
+            reader = stdio._Reader(raw, warm)
+            got = []
+            for i, line in enumerate(lines):
+                if i == ready_after:
+                    reader.sdk_ready()
+                out.write(line)
+                out.flush()
+                got.append(reader.next_line())  # in order, one at a time
+            out.close()
+            got += [reader.next_line(), reader.next_line()]  # the end, and again
+        warmed.acquire(timeout=0.5)  # the warm-up runs on its own thread
+        return got, len(calls)
+
+    opening = (json.dumps(INITIALIZE) + "\n").encode()
+    stats, search, forgotten = call(2, "memory_stats"), call(3, "search_memory"), call(
+        4, "find_forgotten_content"
+    )
+    got, warmed = run([opening, stats, b"not json\n", search, forgotten], ready_after=99)
+    assert got == [opening, stats, b"not json\n", search, forgotten, b"", b""]
+    assert warmed == 1  # once, for the first query tool; not for memory_stats
+    assert run([opening, stats], ready_after=99)[1] == 0
+    assert run([opening, stats, search], ready_after=2)[1] == 0  # the SDK was ready first
+
+
+def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path: Path) -> None:
+    seed(tmp_path)
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+    def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+
+    warming = "a search arrived while the MCP SDK loads"
+    search = call("search_memory", {"query": "checkpoints"})
+    lines, stderr = _raw_session(tmp_path, [INITIALIZE, initialized, search], MCP_EMBEDDINGS="on")
+    (answer,) = _answers(lines, 2)
+    assert answer["result"]["structuredContent"]["mode"] == "hybrid", answer
+    assert warming in stderr
+    lines, stderr = _raw_session(
+        tmp_path, [INITIALIZE, initialized, call("memory_stats", {})], MCP_EMBEDDINGS="on"
+    )
+    (answer,) = _answers(lines, 2)
+    assert answer["result"]["structuredContent"]["model"] == "not loaded", answer
+    assert warming not in stderr
 
 
 _STRAY = """

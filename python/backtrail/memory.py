@@ -386,6 +386,12 @@ class Memory:
                     logger.warning("embeddings unavailable, searching with BM25 only: %s", error)
             return self._embedder_obj
 
+    def load_model(self) -> str:
+        """Load the embedding model now rather than at the first search that needs it;
+        returns :meth:`model_status`."""
+        self._embedder()
+        return self.model_status()
+
     def model_status(self) -> str:
         """``disabled``, ``not loaded``, ``ready`` or ``unavailable: <reason>``."""
         if not self.config.embeddings:

@@ -20,7 +20,7 @@ from backtrail.mcp_server.settings import DEFAULT_PORT, McpSettings
 
 if TYPE_CHECKING:
     from backtrail.config import Config
-    from backtrail.mcp_server.server import MemoryHolder
+    from backtrail.mcp_server.holder import MemoryHolder
     from backtrail.mcp_server.stdio import StdioRunner
 
 __all__ = ["serve", "serve_settings", "build_server", "McpSettings"]
@@ -82,7 +82,7 @@ def serve_settings(
 
 
 def _holder(config: Config, settings: McpSettings) -> MemoryHolder:
-    from backtrail.mcp_server.server import MemoryHolder
+    from backtrail.mcp_server.holder import MemoryHolder
     from backtrail.memory import Memory
 
     default = settings.client_id or ("mcp-http" if settings.transport == "http" else "mcp")
@@ -97,28 +97,34 @@ def _build(holder: MemoryHolder, settings: McpSettings) -> Any:
     return build_server(lambda: holder.get(), settings=settings, call_log=call_log, holder=holder)
 
 
+def _warm(holder: MemoryHolder) -> None:
+    """Open the memory and load the embedding model (a first search would)."""
+    try:
+        holder.get().load_model()
+    except Exception:
+        logger.exception("preloading the embedding model failed")
+
+
 def _preload(holder: MemoryHolder) -> None:
-    """Load the embedding model on a background thread (a first search does it)."""
-
-    def load() -> None:
-        try:
-            memory = holder.get()
-            if memory.config.embeddings:
-                memory.search("backtrail", limit=1)
-        except Exception:
-            logger.exception("preloading the embedding model failed")
-
-    threading.Thread(target=load, name="backtrail-model", daemon=True).start()
+    """:func:`_warm` on a background thread."""
+    threading.Thread(target=_warm, args=(holder,), name="backtrail-model", daemon=True).start()
 
 
 def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> None:
     from backtrail.mcp_server.stdio import serve_stdio
 
+    made: list[MemoryHolder] = []
+    holder_made = threading.Event()
+
     def prepare() -> StdioRunner:
+        try:
+            holder = _holder(load_config(), settings)  # before the SDK: warm() needs it
+            made.append(holder)
+        finally:
+            holder_made.set()
         import anyio
         from mcp.server.stdio import stdio_server
 
-        holder = _holder(load_config(), settings)
         server = _build(holder, settings)
         holder.get()  # open the memory now, not on the first tool call
         if settings.preload_model:
@@ -136,7 +142,13 @@ def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> No
 
         return runner
 
-    serve_stdio(prepare, fast_start=settings.fast_start)
+    def warm() -> None:
+        logger.info("a search arrived while the MCP SDK loads: loading the embedding model now")
+        holder_made.wait()
+        if made:
+            _warm(made[0])
+
+    serve_stdio(prepare, fast_start=settings.fast_start, warm=warm)
 
 
 def _serve_http(

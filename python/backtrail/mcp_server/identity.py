@@ -36,6 +36,13 @@ INSTRUCTIONS = (
     "them when the user asks."
 )
 
+QUERY_TOOLS = frozenset({
+    "search_memory", "find_forgotten_content", "memory_search", "get_bookmarks",
+    "get_highlights", "find_related_content", "summarize_research_topic",
+})  # fmt: skip
+"""Tools whose answer embeds a query with the model: the stdio runner starts loading it
+when one is called while the SDK is still loading."""
+
 HANDSHAKE_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Versions the SDK negotiates through ``initialize`` (``mcp_types.version``)."""
 MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,6 +35,7 @@ from pydantic import BaseModel
 from backtrail.errors import BacktrailError, InvalidInput
 from backtrail.mcp_server import identity
 from backtrail.mcp_server.calllog import CallLog
+from backtrail.mcp_server.holder import MemoryHolder
 from backtrail.mcp_server.settings import McpSettings
 from backtrail.memory import Memory
 from backtrail.summaries import Sampler, SummaryChain
@@ -84,27 +84,6 @@ DEMO = ToolAnnotations(
 """Operator demo: holds a lock, changes no data (records one audit event)."""
 
 _LABEL_CHARS = re.compile(r"[^A-Za-z0-9._:@/+ -]")
-
-
-class MemoryHolder:
-    """Opens the :class:`Memory` on first use (once, whichever thread asks first)."""
-
-    def __init__(self, factory: Callable[[], Memory]) -> None:
-        self._factory = factory
-        self._memory: Memory | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Memory:
-        with self._lock:
-            if self._memory is None:
-                self._memory = self._factory()
-            return self._memory
-
-    def close(self) -> None:
-        with self._lock:
-            if self._memory is not None:
-                self._memory.close()
-                self._memory = None
 
 
 @dataclass(frozen=True)

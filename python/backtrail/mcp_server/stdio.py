@@ -16,6 +16,12 @@ takes about a second, so this runner:
    SDK takes the same handshake into its own state, and its duplicate answer is
    dropped on the way out.
 
+One thread reads the protocol stream from the start and queues each message for the
+SDK. While the SDK is still loading, it watches for a ``tools/call`` of a tool that
+embeds a query (:data:`identity.QUERY_TOOLS`) and then starts ``warm`` (loading the
+embedding model) at once, so the model loads beside the SDK rather than after it. A
+server nobody searches never loads the model.
+
 Anything unusual in the first message (malformed, another method, an unknown
 protocol version) is left entirely to the SDK. ``BACKTRAIL_MCP_FAST_START=0`` turns the
 early answer off.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -57,23 +64,71 @@ class _Wire:
         self.output.write((json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8"))
 
 
-def _key(ident: object) -> tuple[str, object]:
-    return (type(ident).__name__, ident)
+class _Replay:
+    """stdin for the SDK: the first line, already read by the runner, then the rest."""
 
-
-class _ReplayReader:
-    """stdin for the SDK: the already-read first line again, then the rest."""
-
-    def __init__(self, raw: BinaryIO, first: bytes) -> None:
-        self._raw = raw
+    def __init__(self, first: bytes, reader: _Reader) -> None:
         self._first: bytes | None = first
+        self._reader = reader
 
     def readline(self, size: int = -1) -> str:
         if self._first is not None:
             line, self._first = self._first, None
-        else:
+            return line.decode("utf-8", errors="replace")
+        return self._reader.readline()
+
+
+def _key(ident: object) -> tuple[str, object]:
+    return (type(ident).__name__, ident)
+
+
+class _Reader:
+    """Reads the protocol stream on its own thread into a queue, from the first line.
+    Until :meth:`sdk_ready`, a ``tools/call`` of a query tool starts ``warm`` once."""
+
+    def __init__(self, raw: BinaryIO, warm: Callable[[], None] | None) -> None:
+        self._raw = raw
+        self._warm = warm
+        self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._ready = threading.Event()
+        threading.Thread(target=self._run, name="backtrail-mcp-read", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
             line = self._raw.readline()
-        return line.decode("utf-8", errors="replace")
+            if self._warm is not None and not self._ready.is_set() and _calls_query_tool(line):
+                warm, self._warm = self._warm, None
+                threading.Thread(target=warm, name="backtrail-mcp-warm", daemon=True).start()
+            self._lines.put(line)
+            if not line:
+                return
+
+    def sdk_ready(self) -> None:
+        self._ready.set()
+
+    def next_line(self) -> bytes:
+        """The next line; ``b""`` at the end of the stream (and at every call after)."""
+        line = self._lines.get()
+        if not line:
+            self._lines.put(line)
+        return line
+
+    def readline(self, size: int = -1) -> str:
+        """stdin for the SDK, whose first line is the one the runner read already."""
+        return self.next_line().decode("utf-8", errors="replace")
+
+
+def _calls_query_tool(line: bytes) -> bool:
+    if b"tools/call" not in line:
+        return False
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return False
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    return isinstance(params, dict) and params.get("name") in identity.QUERY_TOOLS
 
 
 class _DroppingWriter:
@@ -112,11 +167,18 @@ class _DroppingWriter:
         self._raw.flush()
 
 
-def serve_stdio(prepare: Callable[[], StdioRunner], *, fast_start: bool = True) -> None:
+def serve_stdio(
+    prepare: Callable[[], StdioRunner],
+    *,
+    fast_start: bool = True,
+    warm: Callable[[], None] | None = None,
+) -> None:
     """Serve MCP on this process's stdin/stdout until stdin closes. ``prepare`` runs on
     a background thread while the first message is read and answered; it builds the
-    server (importing the SDK) and returns the runner that serves the streams."""
+    server (importing the SDK) and returns the runner that serves the streams. ``warm``
+    runs on its own thread when a query tool is called before the SDK is ready."""
     wire = _Wire()
+    reader = _Reader(wire.input, warm)
     built: dict[str, Any] = {}
 
     def build() -> None:
@@ -127,7 +189,7 @@ def serve_stdio(prepare: Callable[[], StdioRunner], *, fast_start: bool = True) 
 
     builder = threading.Thread(target=build, name="backtrail-mcp-start", daemon=True)
     builder.start()
-    first = wire.input.readline()
+    first = reader.next_line()
     answered: set[tuple[str, object]] = set()
     if fast_start and first:
         try:
@@ -139,12 +201,14 @@ def serve_stdio(prepare: Callable[[], StdioRunner], *, fast_start: bool = True) 
             wire.write_message(answer)
             answered.add(_key(answer["id"]))
     builder.join()
+    reader.sdk_ready()
     if "error" in built:
         raise built["error"]
     if not first:
         return
     import anyio
 
-    stdin = anyio.wrap_file(_ReplayReader(wire.input, first))  # type: ignore[arg-type]
+    replay = _Replay(first, reader)
+    stdin = anyio.wrap_file(replay)  # type: ignore[arg-type]
     stdout = anyio.wrap_file(_DroppingWriter(wire.output, answered))  # type: ignore[arg-type]
     anyio.run(built["runner"], stdin, stdout)
