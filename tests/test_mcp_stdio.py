@@ -102,6 +102,23 @@ def test_an_unusual_first_message_is_left_to_the_sdk(tmp_path: Path) -> None:
     assert answer["result"]["protocolVersion"] == "2025-11-25"  # the SDK's counter-offer
 
 
+def test_the_mcp_command_answers_initialize_without_importing_the_heavy_modules() -> None:
+    """What `backtrail mcp` imports before its opening answer (the rest loads beside it
+    on the builder thread): no console library, store, memory, SDK or pydantic."""
+    heavy = ("rich", "backtrail.store", "backtrail.memory", "mcp",
+             "mcp_types", "pydantic", "anyio")  # fmt: skip
+    probe = (
+        "import sys\n"
+        "from backtrail import cli, cli_mcp\n"
+        "from backtrail.mcp_server import identity, stdio\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} "
+        f"or m in {heavy!r}))"
+    )
+    python = str(Path(BACKTRAIL).parent / "python")
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_the_reader_starts_warming_on_the_first_search_before_the_sdk_is_ready() -> None:
     from backtrail.mcp_server import stdio
 

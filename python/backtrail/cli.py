@@ -30,7 +30,6 @@ from backtrail.cli_common import (
     error_line,
     exit_code_for,
 )
-from backtrail.store import HOME_ENV
 
 _EPILOG = "\b\nExit codes:\n" + "\n".join(f"  {code:>3}  {text}" for code, text in EXIT_CODES)
 _LOG_FORMAT = "backtrail: %(levelname)s: %(message)s"
@@ -97,6 +96,8 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format=_LOG_FORMAT, stream=sys.stderr, force=True)
     if data_dir is not None:
+        from backtrail.store import HOME_ENV  # here: `backtrail mcp` starts without the store
+
         # Every command module (and every process a command starts) then uses it.
         os.environ[HOME_ENV] = str(data_dir.expanduser().absolute())
     app = App(data_dir=data_dir, verbose=verbose)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from backtrail import _core
 from backtrail.errors import (
@@ -32,6 +31,8 @@ from backtrail.errors import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from backtrail.config import Config
     from backtrail.memory import Memory
 
@@ -197,6 +198,8 @@ def emit_json(value: Any) -> None:
 
 def stdout_console() -> Console:
     """A rich console on standard output: colour on a terminal, plain text otherwise."""
+    from rich.console import Console  # here: `backtrail mcp` starts without rich
+
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 120  # files and pipes: wider than the 80 columns rich assumes

@@ -16,8 +16,8 @@ takes about a second, so this runner:
    SDK takes the same handshake into its own state, and its duplicate answer is
    dropped on the way out.
 
-One thread reads the protocol stream from the start and queues each message for the
-SDK. While the SDK is still loading, it watches for a ``tools/call`` of a tool that
+After the opening answer, one thread reads the rest of the stream and queues each
+message for the SDK. While the SDK is still loading, it watches for a ``tools/call`` of a tool that
 embeds a query (:data:`identity.QUERY_TOOLS`) and then starts ``warm`` (loading the
 embedding model) at once, so the model loads beside the SDK rather than after it. A
 server nobody searches never loads the model.
@@ -83,8 +83,8 @@ def _key(ident: object) -> tuple[str, object]:
 
 
 class _Reader:
-    """Reads the protocol stream on its own thread into a queue, from the first line.
-    Until :meth:`sdk_ready`, a ``tools/call`` of a query tool starts ``warm`` once."""
+    """Reads the protocol stream on its own thread into a queue. Until
+    :meth:`sdk_ready`, a ``tools/call`` of a query tool starts ``warm`` once."""
 
     def __init__(self, raw: BinaryIO, warm: Callable[[], None] | None) -> None:
         self._raw = raw
@@ -178,7 +178,6 @@ def serve_stdio(
     server (importing the SDK) and returns the runner that serves the streams. ``warm``
     runs on its own thread when a query tool is called before the SDK is ready."""
     wire = _Wire()
-    reader = _Reader(wire.input, warm)
     built: dict[str, Any] = {}
 
     def build() -> None:
@@ -189,7 +188,7 @@ def serve_stdio(
 
     builder = threading.Thread(target=build, name="backtrail-mcp-start", daemon=True)
     builder.start()
-    first = reader.next_line()
+    first = wire.input.readline()
     answered: set[tuple[str, object]] = set()
     if fast_start and first:
         try:
@@ -200,6 +199,9 @@ def serve_stdio(
         if answer is not None:
             wire.write_message(answer)
             answered.add(_key(answer["id"]))
+    # the rest of the stream, read on from here on its own thread (the opening answer
+    # above is on the critical path and has not waited for a thread hand-over)
+    reader = _Reader(wire.input, warm)
     builder.join()
     reader.sdk_ready()
     if "error" in built:
