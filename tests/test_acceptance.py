@@ -371,7 +371,7 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
 ]  # fmt: skip
 # Methods that take no input (or none that can be wrong), and how the rest are covered.
 NO_INPUT = {"capture_settings", "resume_capture", "index_lag", "stats", "model_status",
-            "close", "indexer", "ledger"}  # fmt: skip
+            "load_model", "close", "indexer", "ledger"}  # fmt: skip
 OTHER_ENTRY_POINTS = {"open", "acting_as"}  # checked separately below
 
 
