@@ -683,3 +683,68 @@ fn words_close_together_and_in_order_outrank_the_same_words_scattered() {
         "order matters, as in a remembered phrase"
     );
 }
+
+#[test]
+fn mostly_superseded_vectors_and_mostly_deleted_text_are_merged_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let first: Vec<Op> = (1..=100u64)
+        .map(|i| {
+            let mut d = page(i, "t", &format!("doc {i}"));
+            d.vector = Some(axis_vector(i as usize, 0.01));
+            Op::Upsert(d)
+        })
+        .collect();
+    index.stage(first).unwrap();
+    index.commit(None).unwrap();
+    assert!(!index.needs_vector_merge().unwrap());
+    assert!(
+        !index.merge_vectors().unwrap(),
+        "one segment, all live: nothing to do"
+    );
+    // Re-embed 70 of the 100: the first segment keeps 30% live vectors, and its text
+    // segment 70% deleted documents.
+    let again: Vec<Op> = (1..=70u64)
+        .map(|i| {
+            let mut d = page(i, "t", &format!("doc {i} again"));
+            d.vector = Some(axis_vector(200 + i as usize, 0.01));
+            Op::Upsert(d)
+        })
+        .collect();
+    index.stage(again).unwrap();
+    index.commit(None).unwrap();
+    let before = index.stats().unwrap();
+    assert_eq!(
+        before.text_segments, 1,
+        "the deleted text was merged at commit: {before:?}"
+    );
+    assert_eq!(
+        (before.vector_segments, before.vectors),
+        (2, 170),
+        "{before:?}"
+    );
+    assert!(index.needs_vector_merge().unwrap());
+    assert!(index.merge_vectors().unwrap());
+    let after = index.stats().unwrap();
+    // the sparse segment was rebuilt with its 30 live vectors; the new one was left alone
+    assert_eq!(
+        (after.vector_segments, after.vectors),
+        (2, 100),
+        "{after:?}"
+    );
+    assert_eq!(after.documents_with_vectors, 100);
+    assert!(!index.needs_vector_merge().unwrap());
+    assert!(!index.merge_vectors().unwrap());
+    for i in [1u64, 50, 70] {
+        let hits = index
+            .search(&vector_request(&axis_vector(200 + i as usize, 0.0), 1))
+            .unwrap();
+        assert_eq!(ids(&hits), [i]);
+    }
+    for i in [71u64, 100] {
+        let hits = index
+            .search(&vector_request(&axis_vector(i as usize, 0.0), 1))
+            .unwrap();
+        assert_eq!(ids(&hits), [i]);
+    }
+}
