@@ -685,7 +685,7 @@ fn words_close_together_and_in_order_outrank_the_same_words_scattered() {
 }
 
 #[test]
-fn mostly_superseded_vectors_and_mostly_deleted_text_are_merged_away() {
+fn mostly_superseded_vectors_are_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path());
     let first: Vec<Op> = (1..=100u64)
@@ -702,8 +702,7 @@ fn mostly_superseded_vectors_and_mostly_deleted_text_are_merged_away() {
         !index.merge_vectors().unwrap(),
         "one segment, all live: nothing to do"
     );
-    // Re-embed 70 of the 100: the first segment keeps 30% live vectors, and its text
-    // segment 70% deleted documents.
+    // Re-embed 70 of the 100: the first segment keeps 30% live vectors.
     let again: Vec<Op> = (1..=70u64)
         .map(|i| {
             let mut d = page(i, "t", &format!("doc {i} again"));
@@ -714,10 +713,6 @@ fn mostly_superseded_vectors_and_mostly_deleted_text_are_merged_away() {
     index.stage(again).unwrap();
     index.commit(None).unwrap();
     let before = index.stats().unwrap();
-    assert_eq!(
-        before.text_segments, 1,
-        "the deleted text was merged at commit: {before:?}"
-    );
     assert_eq!(
         (before.vector_segments, before.vectors),
         (2, 170),
@@ -747,4 +742,42 @@ fn mostly_superseded_vectors_and_mostly_deleted_text_are_merged_away() {
             .unwrap();
         assert_eq!(ids(&hits), [i]);
     }
+}
+
+#[test]
+fn a_large_text_segment_mostly_deleted_is_rewritten_and_small_ones_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let upserts = |ids: std::ops::RangeInclusive<u64>, words: &str| -> Vec<Op> {
+        ids.map(|i| Op::Upsert(page(i, "t", &format!("{words} {i}"))))
+            .collect()
+    };
+    // small: 100 documents, 70 of them replaced, stays as it is (two segments)
+    index.stage(upserts(1..=100, "small")).unwrap();
+    index.commit(None).unwrap();
+    index.stage(upserts(1..=70, "small again")).unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(index.stats().unwrap().text_segments, 2);
+    // large: 12,000 documents, 7,000 replaced in two batches, is rewritten
+    index.stage(upserts(1_001..=13_000, "large")).unwrap();
+    index.commit(None).unwrap();
+    for (start, end) in [(1_001, 4_500), (4_501, 8_000)] {
+        index.stage(upserts(start..=end, "large again")).unwrap();
+        index.commit(None).unwrap();
+    }
+    let stats = index.stats().unwrap();
+    assert_eq!(stats.documents, 12_100);
+    let metas = tantivy::Index::open_in_dir(dir.path())
+        .unwrap()
+        .searchable_segment_metas()
+        .unwrap();
+    for m in &metas {
+        if m.max_doc() >= 10_000 {
+            assert!(
+                m.num_deleted_docs() * 2 <= m.max_doc(),
+                "a large segment kept most of its deleted documents: {metas:?}"
+            );
+        }
+    }
+    assert_eq!(search(&index, "large again 1001")[0], 1001);
 }
