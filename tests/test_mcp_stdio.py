@@ -161,6 +161,16 @@ def test_the_reader_starts_warming_on_the_first_search_before_the_sdk_is_ready()
     assert run([opening, stats, search], ready_after=2)[1] == 0  # the SDK was ready first
 
 
+async def test_the_query_tools_that_start_the_model_early_are_tools_of_the_server(
+    tmp_path: Path,
+) -> None:
+    from backtrail.mcp_server import identity
+
+    async with Client(stdio_params(tmp_path), mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert identity.QUERY_TOOLS <= names, identity.QUERY_TOOLS - names
+
+
 def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path: Path) -> None:
     seed(tmp_path)
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}

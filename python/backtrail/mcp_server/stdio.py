@@ -75,7 +75,7 @@ class _Replay:
         if self._first is not None:
             line, self._first = self._first, None
             return line.decode("utf-8", errors="replace")
-        return self._reader.readline()
+        return self._reader.next_line().decode("utf-8", errors="replace")
 
 
 def _key(ident: object) -> tuple[str, object]:
@@ -112,10 +112,6 @@ class _Reader:
         if not line:
             self._lines.put(line)
         return line
-
-    def readline(self, size: int = -1) -> str:
-        """stdin for the SDK, whose first line is the one the runner read already."""
-        return self.next_line().decode("utf-8", errors="replace")
 
 
 def _calls_query_tool(line: bytes) -> bool:
