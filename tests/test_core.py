@@ -102,6 +102,31 @@ def test_screen_appearance_preference_finds_the_dark_mode_fact(
         assert hits[0]["title"] == "user/theme", (mode, [h["title"] for h in hits])
 
 
+def test_a_search_that_embeds_its_query_ranks_as_one_given_the_vector(
+    tmp_path: Path, embedder: _core.Embedder
+) -> None:
+    # Given an embedder, the core embeds the query beside the BM25 retrieval and keeps
+    # recent query vectors: the hits must be those of the same search given the vector.
+    texts = [t for t in TEXTS if t.strip()]
+    index = _core.Index(str(tmp_path / "idx"))
+    index.upsert([{"id": i + 1, "kind": "page", "title": text[:30], "body": text,
+                   "url": f"https://example.com/{i}", "vector": vector}
+                  for i, (text, vector) in enumerate(zip(texts, embedder.embed(texts),
+                                                         strict=True))])  # fmt: skip
+    index.commit()
+    queries = ["how do databases keep writes safe", "cooking pasta", texts[3][:40]]
+    for query in queries * 2:  # the second round answers from the kept query vectors
+        given = embedder.embed([query])[0]
+        for mode in ("hybrid", "vector"):
+            expected = index.search(query, 8, mode=mode, query_vector=given, now=1)
+            got = index.search(query, 8, mode=mode, embedder=embedder, now=1)
+            assert got == expected, (query, mode)
+            assert got[0]["explanation"]["vector_similarity"] is not None
+    assert index.search("", 8, mode="hybrid", embedder=embedder) == []
+    with pytest.raises(_core.InvalidArgument, match="query vector"):
+        index.search("", 8, mode="vector", embedder=embedder)
+
+
 def test_non_latin_pages_are_found_by_a_word_from_each(tmp_path: Path) -> None:
     index = _core.Index(str(tmp_path / "idx"))
     index.upsert([

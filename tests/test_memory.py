@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-import backtrail.memory as memory_module
 from backtrail.config import SETTINGS, Config
 from backtrail.errors import (
     Excluded,
@@ -24,7 +24,7 @@ from backtrail.errors import (
 )
 from backtrail.memory import Memory, SearchPage, SearchUnavailable, VisitInfo
 from backtrail.store import HOME_ENV, Ledger, TabInput
-from helpers import LOREM, CountingEmbedder, cached_embedder, make_config, share_model
+from helpers import LOREM, cached_embedder, make_config, share_model
 
 if TYPE_CHECKING:
     from conftest import FakeClock
@@ -314,21 +314,23 @@ def test_search_is_hybrid_when_the_model_loads(semantic: Memory) -> None:
 def test_a_repeated_query_is_embedded_once(
     data_home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counting = CountingEmbedder(cached_embedder())
-    monkeypatch.setattr(memory_module, "load_embedder", lambda *args, **kwargs: counting)
+    share_model(monkeypatch)
+    embedder = cached_embedder()  # the model every Memory of this test uses
     with Memory(make_config(data_home, embeddings=True), client="t", clock=clock) as memory:
         for n in range(12):
             memory.capture_page(f"https://example.com/{n}", text=f"Night mode theme {n}.")
         memory.catch_up()
-        counting.texts.clear()
-        first = memory.search("dark colour scheme", limit=5)
+        question = f"dark colour scheme {uuid.uuid4().hex}"  # new to the shared model
+        embedded, reused = embedder.query_counts
+        first = memory.search(question, limit=5)
         assert first.next_cursor is not None
-        second = memory.search("dark colour scheme", limit=5, cursor=first.next_cursor)
-        memory.find_forgotten("dark colour scheme")
-        other = memory.search("a different question", limit=5)
-        assert counting.texts == ["dark colour scheme", "a different question"]
+        second = memory.search(question, limit=5, cursor=first.next_cursor)
+        memory.find_forgotten(question)
+        assert embedder.query_counts == (embedded + 1, reused + 2)
+        other = memory.search(f"a different question {uuid.uuid4().hex}", limit=5)
+        assert embedder.query_counts == (embedded + 2, reused + 2)
         assert {r.url for r in first.results}.isdisjoint(r.url for r in second.results)
-        assert other.mode == "hybrid"
+        assert first.mode == other.mode == "hybrid"
 
 
 def test_search_falls_back_to_bm25_when_the_model_is_missing(

@@ -128,6 +128,10 @@ class Embedder:
     @property
     def fused(self) -> bool:
         """True when attention runs as onnxruntime's fused operator."""
+    @property
+    def query_counts(self) -> tuple[int, int]:
+        """(queries embedded by searches, queries answered from the 256 latest query
+        vectors)."""
     def __new__(
         cls,
         ort_library: str,
@@ -201,8 +205,12 @@ class Index:
         now: int | None = None,
         mode: Mode = "hybrid",
         query_vector: Sequence[float] | None = None,
+        embedder: Embedder | None = None,
         options: SearchOptions | None = None,
-    ) -> list[Hit]: ...
+    ) -> list[Hit]:
+        """Vector and hybrid modes use `query_vector`, else embed the query with `embedder`
+        (else the index's own), keeping the 256 latest query vectors; in hybrid mode the
+        embedding and graph search run beside the BM25 retrieval."""
     def similar(self, id: int, k: int = 10, *, exclude_parent: bool = True) -> list[Hit]:
         """Nearest documents to the stored vector of `id`."""
     def compact(self) -> None:

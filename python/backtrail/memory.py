@@ -35,7 +35,6 @@ import logging
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -100,7 +99,6 @@ _CORE_KINDS = {"page": ("page", "passage")}
 _PAUSE_KEY = "capture.pause"
 _EXCLUSIONS_KEY = "capture.exclusions"
 _MAX_RESULT_CHARS = 100_000
-_QUERY_VECTOR_CACHE = 256
 _MAX_READ_CHARS = 1_000_000
 _MIN_EXTRA_PASSAGE = 40
 
@@ -306,10 +304,6 @@ class Memory:
         self._embedder_obj: _core.Embedder | None = None
         self._model_error: str | None = None
         self._seq_lock = threading.Lock()
-        # Recent query vectors: the next page of a result list, a retried or repeated
-        # question, several tools asking about one topic embed once.
-        self._query_vectors: OrderedDict[tuple[int, str], list[float]] = OrderedDict()
-        self._query_vectors_lock = threading.Lock()
         # Writes made before this process opened the memory count as its own: the first
         # search makes them searchable unless the background indexer already did.
         self._own_seq = self._ledger.max_change_seq()
@@ -752,19 +746,16 @@ class Memory:
 
     def _search(self, request: _Request) -> SearchPage:
         self._make_own_writes_searchable()
-        mode, vector = self._query_vector(request)
+        mode, embedder = self._query_model(request)
         now = request.now if request.now is not None else self._now()
-        wanted = request.offset + request.limit + 1
         try:
-            hits = self._indexer.index.search(
-                request.query, wanted + request.limit // 2 + 2,
-                kinds=[k for kind in request.kinds for k in _CORE_KINDS.get(kind, (kind,))],
-                domains=list(request.domains) or None, since=request.since,
-                until=request.until, now=now, mode=cast(Any, mode), query_vector=vector,
-                options=cast(Any, self._options(request)),
-            )  # fmt: skip
-        except _core.CoreError as error:
-            raise IndexFailure(f"search failed: {error}") from error
+            hits = self._core_search(request, mode, embedder, now)
+        except _core.ModelError as error:
+            if request.mode == "vector":
+                raise SearchUnavailable("vector", str(error)) from error
+            logger.warning("could not embed the query, searching with BM25 only: %s", error)
+            mode = "bm25"
+            hits = self._core_search(request, mode, None, now)
         results = self._results(hits, request.budget)
         end = request.offset + request.limit
         cursor = None
@@ -773,6 +764,25 @@ class Memory:
                 {"v": 1, "o": end, "n": now, "m": mode, "f": request.fingerprint()}
             )
         return SearchPage(results[request.offset : end], cursor, mode, self.index_lag())
+
+    def _core_search(
+        self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int
+    ) -> list[_core.Hit]:
+        """The core's hits for ``request``; the core embeds the query with ``embedder``
+        (keeping recent query vectors) while it gathers the BM25 candidates."""
+        wanted = request.offset + request.limit + 1
+        try:
+            return self._indexer.index.search(
+                request.query, wanted + request.limit // 2 + 2,
+                kinds=[k for kind in request.kinds for k in _CORE_KINDS.get(kind, (kind,))],
+                domains=list(request.domains) or None, since=request.since,
+                until=request.until, now=now, mode=cast(Any, mode), embedder=embedder,
+                options=cast(Any, self._options(request)),
+            )  # fmt: skip
+        except _core.ModelError:
+            raise
+        except _core.CoreError as error:
+            raise IndexFailure(f"search failed: {error}") from error
 
     def _make_own_writes_searchable(self) -> None:
         """Read-your-writes: index this process's earlier writes before searching,
@@ -793,7 +803,8 @@ class Memory:
         except BacktrailError as error:
             logger.warning("could not index recent writes before searching: %s", error)
 
-    def _query_vector(self, request: _Request) -> tuple[str, list[float] | None]:
+    def _query_model(self, request: _Request) -> tuple[str, _core.Embedder | None]:
+        """The search mode and the model that embeds the query (none for BM25)."""
         if request.mode == "bm25":
             return "bm25", None
         embedder = self._embedder()
@@ -802,27 +813,7 @@ class Memory:
                 reason = self._model_error or "embeddings are disabled in the settings"
                 raise SearchUnavailable("vector", reason)
             return "bm25", None
-        try:
-            return request.mode or "hybrid", self._embed_query(embedder, request.query)
-        except _core.ModelError as error:
-            if request.mode == "vector":
-                raise SearchUnavailable("vector", str(error)) from error
-            logger.warning("could not embed the query, searching with BM25 only: %s", error)
-            return "bm25", None
-
-    def _embed_query(self, embedder: _core.Embedder, query: str) -> list[float]:
-        key = (id(embedder), query)  # a reloaded model never answers from the old one
-        with self._query_vectors_lock:
-            vector = self._query_vectors.get(key)
-            if vector is not None:
-                self._query_vectors.move_to_end(key)
-                return vector
-        vector = embedder.embed([query])[0]
-        with self._query_vectors_lock:
-            self._query_vectors[key] = vector
-            while len(self._query_vectors) > _QUERY_VECTOR_CACHE:
-                self._query_vectors.popitem(last=False)
-        return vector
+        return request.mode or "hybrid", embedder
 
     def _options(self, request: _Request) -> dict[str, Any]:
         cfg = self.config

@@ -124,6 +124,12 @@ impl PyEmbedder {
         self.inner.config().max_tokens
     }
 
+    /// (queries embedded by searches, queries answered from the recent query vectors).
+    #[getter]
+    fn query_counts(&self) -> (usize, usize) {
+        self.inner.query_counts()
+    }
+
     fn embed(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<Vec<f32>>> {
         py.detach(|| self.inner.embed(&texts)).map_err(to_py)
     }
@@ -261,7 +267,7 @@ impl PyIndex {
         doc.map(|d| document_to(py, &d)).transpose()
     }
 
-    #[pyo3(signature = (query, k=10, *, kinds=None, domains=None, since=None, until=None, now=None, mode="hybrid", query_vector=None, options=None))]
+    #[pyo3(signature = (query, k=10, *, kinds=None, domains=None, since=None, until=None, now=None, mode="hybrid", query_vector=None, embedder=None, options=None))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -275,6 +281,7 @@ impl PyIndex {
         now: Option<i64>,
         mode: &str,
         query_vector: Option<Vec<f32>>,
+        embedder: Option<PyRef<'py, PyEmbedder>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let mode = Mode::parse(mode).map_err(to_py)?;
@@ -290,24 +297,19 @@ impl PyIndex {
             until,
         };
         let options = options.map(search_options).transpose()?.unwrap_or_default();
+        let embedder = embedder
+            .map(|e| Arc::clone(&e.inner))
+            .or_else(|| self.embedder.clone());
         let hits = py
             .detach(|| {
-                let embedded;
-                let query_vector = match (&query_vector, &self.embedder) {
-                    (Some(v), _) => Some(v.as_slice()),
-                    (None, Some(e)) if mode != Mode::Bm25 && !query.trim().is_empty() => {
-                        embedded = e.embed(&[query.as_str()])?.pop();
-                        embedded.as_deref()
-                    }
-                    _ => None,
-                };
                 self.inner.search(&SearchRequest {
                     query: &query,
                     k,
                     filters,
                     now: now.unwrap_or_else(crate::index::now),
                     mode,
-                    query_vector,
+                    query_vector: query_vector.as_deref(),
+                    embedder: embedder.as_deref(),
                     exclude_parent: None,
                     options,
                 })

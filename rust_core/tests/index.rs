@@ -220,6 +220,7 @@ fn vector_request(v: &[f32], k: usize) -> SearchRequest<'_> {
         now: 1_700_000_000,
         mode: Mode::Vector,
         query_vector: Some(v),
+        embedder: None,
         exclude_parent: None,
         options: SearchOptions::default(),
     }

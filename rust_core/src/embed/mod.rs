@@ -7,6 +7,7 @@
 //! count so each batch pads to a similar length, onnxruntime's full graph optimiser runs,
 //! and several single-threaded sessions can work on different batches at once.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -80,6 +81,24 @@ pub struct Embedder {
     sessions: Vec<Mutex<Session>>,
     config: EmbedderConfig,
     fused: bool,
+    /// The latest query vectors, most recent last ([`Embedder::embed_query`]).
+    queries: Mutex<VecDeque<(String, Vec<f32>)>>,
+    /// Queries embedded, and queries answered from `queries`.
+    query_counts: (AtomicUsize, AtomicUsize),
+}
+
+/// Query vectors [`Embedder::embed_query`] keeps: a result page and the next one ask for
+/// the same query, and assistants often repeat a search.
+const QUERY_CACHE: usize = 256;
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("model", &self.config.model)
+            .field("sessions", &self.sessions.len())
+            .field("fused", &self.fused)
+            .finish_non_exhaustive()
+    }
 }
 
 static ORT_LIBRARY: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
@@ -195,6 +214,8 @@ impl Embedder {
             sessions,
             fused,
             config,
+            queries: Mutex::new(VecDeque::with_capacity(QUERY_CACHE)),
+            query_counts: (AtomicUsize::new(0), AtomicUsize::new(0)),
         };
         // Fail now, not on first use, if the graph does not produce what we expect.
         embedder.embed(&["probe"])?;
@@ -221,6 +242,42 @@ impl Embedder {
         self.tokenizer
             .encode_batch(inputs, true)
             .map_err(|e| CoreError::Model(format!("tokenization failed: {e}")))
+    }
+
+    /// The vector of one search query, from the cache of recent queries when it is
+    /// there.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>> {
+        let lock = || self.queries.lock().unwrap_or_else(|p| p.into_inner());
+        {
+            let mut recent = lock();
+            if let Some(i) = recent.iter().position(|(q, _)| q == query) {
+                let entry = recent.remove(i).expect("position is in range");
+                let vector = entry.1.clone();
+                recent.push_back(entry);
+                self.query_counts.1.fetch_add(1, Ordering::Relaxed);
+                return Ok(vector);
+            }
+        }
+        let vector = self
+            .embed(&[query])?
+            .pop()
+            .ok_or_else(|| CoreError::Model("the model returned no vector".into()))?;
+        self.query_counts.0.fetch_add(1, Ordering::Relaxed);
+        let mut recent = lock();
+        if recent.len() == QUERY_CACHE {
+            recent.pop_front();
+        }
+        recent.push_back((query.to_owned(), vector.clone()));
+        Ok(vector)
+    }
+
+    /// How many queries [`Embedder::embed_query`] embedded, and how many it answered from
+    /// the recent query vectors.
+    pub fn query_counts(&self) -> (usize, usize) {
+        (
+            self.query_counts.0.load(Ordering::Relaxed),
+            self.query_counts.1.load(Ordering::Relaxed),
+        )
     }
 
     /// Unit-length vectors for `texts`, in input order.

@@ -10,6 +10,7 @@ use tantivy::{DocAddress, Score};
 
 use super::cache::SegmentCache;
 use super::{Index, Snapshot};
+use crate::embed::Embedder;
 use crate::error::{CoreError, Result};
 use crate::rank::{self, Candidate, RankOptions};
 use crate::text::query::{filtered, Filters, ParsedQuery};
@@ -107,6 +108,9 @@ pub struct SearchRequest<'a> {
     pub mode: Mode,
     /// Query embedding (needed for vector and hybrid modes).
     pub query_vector: Option<&'a [f32]>,
+    /// Embeds the query when `query_vector` is `None`, while the BM25 candidates are
+    /// gathered.
+    pub embedder: Option<&'a Embedder>,
     /// Parent whose documents are excluded (for "similar to this page").
     pub exclude_parent: Option<u64>,
     /// Tuning.
@@ -123,6 +127,7 @@ impl<'a> SearchRequest<'a> {
             now: now(),
             mode: Mode::Bm25,
             query_vector: None,
+            embedder: None,
             exclude_parent: None,
             options: SearchOptions::default(),
         }
@@ -203,55 +208,88 @@ impl Index {
         if req.k == 0 {
             return Ok(Vec::new());
         }
-        if req.mode == Mode::Vector && req.query_vector.is_none() {
-            return Err(CoreError::invalid(
-                "vector search needs a query vector (no embedder is loaded)",
-            ));
-        }
         let opts = &req.options;
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
         let parsed = ParsedQuery::parse(req.query, &mut analyzer);
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
         let filter = HitFilter::new(&req.filters, &self.fields);
-        let mut pool = Pool::new();
 
-        let mut coverage = 0.0;
-        if req.mode != Mode::Vector {
-            if let Some(q) = &text_query {
-                // Fusion needs a deep pool; BM25-only ranking just re-orders its top few
-                // by recency and visits.
-                let n = match req.mode {
-                    Mode::Bm25 => req.k * 3,
-                    _ => opts.bm25_candidates.max(req.k * 3),
-                };
-                let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts)?;
-                if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
-                    for (_, addr) in top.iter().take(opts.coverage_depth) {
-                        let c = self.coverage(&snap, *addr, &parsed.words, &mut analyzer)?;
-                        coverage = f32::max(coverage, c);
-                        if coverage >= 1.0 {
-                            break;
-                        }
+        // The text side: the BM25 candidates and the query's coverage.
+        let text_side = |analyzer: &mut tantivy::tokenizer::TextAnalyzer| -> Result<TextSide> {
+            let Some(q) = text_query.as_ref().filter(|_| req.mode != Mode::Vector) else {
+                return Ok((Vec::new(), 0.0));
+            };
+            // Fusion needs a deep pool; BM25-only ranking just re-orders its top few by
+            // recency and visits.
+            let n = match req.mode {
+                Mode::Bm25 => req.k * 3,
+                _ => opts.bm25_candidates.max(req.k * 3),
+            };
+            let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts)?;
+            let mut coverage = 0.0;
+            if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
+                for (_, addr) in top.iter().take(opts.coverage_depth) {
+                    let c = self.coverage(&snap, *addr, &parsed.words, analyzer)?;
+                    coverage = f32::max(coverage, c);
+                    if coverage >= 1.0 {
+                        break;
                     }
                 }
-                for (rank, (score, addr)) in top.into_iter().enumerate() {
-                    let i = pool.add(self, &snap, addr)?;
-                    pool.cands[i].bm25 = Some((rank + 1, score));
-                }
             }
+            Ok((top, coverage))
+        };
+        // The vector side: the query vector (embedded here when not given) and the
+        // nearest documents.
+        let vector_side = || -> Result<Option<VectorSide>> {
+            if req.mode == Mode::Bm25 {
+                return Ok(None);
+            }
+            let mut qv = match (req.query_vector, req.embedder) {
+                (Some(v), _) => v.to_vec(),
+                (None, Some(e)) if !req.query.trim().is_empty() => e.embed_query(req.query)?,
+                _ => return Ok(None),
+            };
+            crate::doc::normalize_vector(&mut qv)?;
+            // Fusion needs a deep pool; vector-only ranking just re-orders its top few by
+            // recency and visits, so a wide beam would only cost time.
+            let n = match req.mode {
+                Mode::Vector => req.k * 3,
+                _ => opts.vector_candidates.max(req.k * 3),
+            };
+            let hits = self.vector_candidates(&snap, &qv, n, filter.as_ref(), opts.expansion)?;
+            Ok(Some((qv, hits)))
+        };
+        // Both sides at once when there are both: on two cores the query embedding and the
+        // graph search take no longer than the BM25 pool.
+        let both = req.mode == Mode::Hybrid
+            && text_query.is_some()
+            && (req.query_vector.is_some() || req.embedder.is_some());
+        let ((top, coverage), vector) = if both {
+            std::thread::scope(|s| {
+                let vector = s.spawn(vector_side);
+                let text = text_side(&mut analyzer);
+                let vector = vector
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                Ok::<_, CoreError>((text?, vector?))
+            })?
+        } else {
+            (text_side(&mut analyzer)?, vector_side()?)
+        };
+        if req.mode == Mode::Vector && vector.is_none() {
+            return Err(CoreError::invalid(
+                "vector search needs a query vector (no embedder is loaded)",
+            ));
         }
-        if req.mode != Mode::Bm25 {
-            if let Some(mut qv) = req.query_vector.map(<[f32]>::to_vec) {
-                crate::doc::normalize_vector(&mut qv)?;
-                // Fusion needs a deep pool; vector-only ranking just re-orders its top
-                // few by recency and visits, so a wide beam would only cost time.
-                let n = match req.mode {
-                    Mode::Vector => req.k * 3,
-                    _ => opts.vector_candidates.max(req.k * 3),
-                };
-                let hits =
-                    self.vector_candidates(&snap, &qv, n, filter.as_ref(), opts.expansion)?;
+
+        let mut pool = Pool::new();
+        for (rank, (score, addr)) in top.into_iter().enumerate() {
+            let i = pool.add(self, &snap, addr)?;
+            pool.cands[i].bm25 = Some((rank + 1, score));
+        }
+        let qv = match vector {
+            Some((qv, hits)) => {
                 for (rank, (addr, sim)) in hits.into_iter().enumerate() {
                     let i = pool.add(self, &snap, addr)?;
                     pool.cands[i].vector_rank = Some(rank + 1);
@@ -269,14 +307,16 @@ impl Index {
                         pool.cands[i].similarity = v.map(|v| cosine(&qv, &v));
                     }
                 }
+                Some(qv)
             }
-        }
+            None => None,
+        };
         if let Some(p) = req.exclude_parent {
             let keep: Vec<bool> = pool.cands.iter().map(|c| c.parent != p).collect();
             retain(&mut pool, &keep);
         }
         rank::fuse(&mut pool.cands, &opts.rank, coverage);
-        if opts.rank.duplicate_similarity > 0.0 && req.query_vector.is_some() {
+        if opts.rank.duplicate_similarity > 0.0 && qv.is_some() {
             let mut vectors = Vec::new();
             for i in rank::duplicate_candidates(&pool.cands) {
                 let (id, stamp) = (pool.cands[i].id, pool.vstamps[i]);
@@ -543,11 +583,17 @@ impl Index {
             now: 0,
             mode: Mode::Vector,
             query_vector: Some(&vector),
+            embedder: None,
             exclude_parent: exclude_parent.then_some(doc.parent),
             options,
         })
     }
 }
+
+/// The BM25 candidates (score and address, best first) and the query's coverage.
+type TextSide = (Vec<(Score, DocAddress)>, f32);
+/// The normalised query vector and the nearest documents with their similarity.
+type VectorSide = (Vec<f32>, Vec<(DocAddress, f32)>);
 
 /// Below this many allowed documents, a filtered vector search scores them exactly.
 const EXACT_SCAN_LIMIT: usize = 2_000;
