@@ -519,8 +519,10 @@ impl Index {
         expansion: usize,
     ) -> Result<Vec<(u64, f32, u64)>> {
         let mut found = Vec::new();
+        let total: usize = snap.segments.iter().map(|s| s.len()).sum();
         for seg in &snap.segments {
             let _slot = self.slots.acquire();
+            let ask = segment_ask(ask, seg.len(), total);
             for (key, sim) in seg.search(query, ask, expansion)? {
                 if let Some(stamp) = seg.stamp_of(key) {
                     found.push((key, sim, stamp));
@@ -662,6 +664,22 @@ fn leading_text(text: &str, chars: usize) -> String {
         }
     }
 }
+
+/// How many of the `ask` nearest vectors to take from a segment holding `len` of the
+/// `total` vectors. Its share of the nearest is about its share of the vectors: twice
+/// that, plus [`SEGMENT_ASK_MIN`], leaves room for a segment holding more than its share
+/// of a topic, and spares the beam width (search cost grows with it) of every graph when
+/// a store has several.
+fn segment_ask(ask: usize, len: usize, total: usize) -> usize {
+    if total == 0 {
+        return ask;
+    }
+    let share = (ask as f64 * len as f64 / total as f64 * 2.0).ceil() as usize;
+    (share + SEGMENT_ASK_MIN).min(ask)
+}
+
+/// Fewest nearest vectors asked of any segment ([`segment_ask`]).
+const SEGMENT_ASK_MIN: usize = 20;
 
 /// `n` plus room for hits that a filter or a stamp check will drop.
 fn with_spares(n: usize) -> usize {
@@ -920,6 +938,15 @@ mod tests {
             }
         }
         assert!(compared > 300, "the queries match documents ({compared})");
+    }
+
+    #[test]
+    fn each_segment_is_asked_for_twice_its_share_of_the_nearest() {
+        assert_eq!(segment_ask(308, 25_000, 100_000), 174); // 154 + 20
+        assert_eq!(segment_ask(308, 100_000, 100_000), 308); // never more than asked
+        assert_eq!(segment_ask(308, 60_000, 100_000), 308);
+        assert_eq!(segment_ask(53, 10, 100_000), 21); // a fresh small segment
+        assert_eq!(segment_ask(53, 0, 0), 53);
     }
 
     #[test]
