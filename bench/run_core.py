@@ -13,7 +13,9 @@
 3. Scale (100k, 1M passages by replicas, see bench/README.md): build throughput and size,
    BM25 / FTS5 / vector / numpy / hybrid top-10 p50 and p95, vector recall@10 against exact
    search (a hit on any replica of the right source passage counts) for a sweep of HNSW
-   parameters, and a cold process's open + first BM25 query.
+   parameters, and a cold process's open + first BM25 query. Every engine answers the same
+   queries (all 800 known-item queries by default), and BM25, FTS5 and hybrid also report
+   the p50 of each query family: a short title query and a 15-word sentence differ tenfold.
 
 Results: a Markdown table on stdout and JSON in bench/results/. Targets are ratios against
 baselines measured in the same run; nothing here is a pass/fail test.
