@@ -207,6 +207,25 @@ threading.Thread(target=_stray, daemon=True).start()
 """
 
 
+def test_a_stdio_server_embeds_its_queries_on_one_thread_unless_told_otherwise(
+    tmp_path: Path,
+) -> None:
+    from backtrail.config import Config
+    from backtrail.mcp_server import _holder
+    from backtrail.mcp_server.settings import McpSettings
+
+    def threads(transport: str, **overrides: Any) -> int:
+        holder = _holder(Config.load(tmp_path, overrides=overrides), McpSettings(transport))
+        try:
+            return holder.get().config.embed_threads
+        finally:
+            holder.close()
+
+    assert threads("stdio") == 1
+    assert threads("stdio", embed_threads=2) == 2
+    assert threads("http") == 0  # concurrent clients: one thread per core
+
+
 def test_stdout_carries_nothing_but_protocol_even_when_a_library_prints(tmp_path: Path) -> None:
     seed(tmp_path)
     hook = tmp_path / "hook"

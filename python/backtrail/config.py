@@ -119,7 +119,10 @@ class Config:
         "all-MiniLM-L6-v2.",
     )
     embed_threads: int = _setting(
-        0, "onnxruntime intra-op threads per session (0: one per core).", minimum=0
+        0,
+        "onnxruntime intra-op threads per session (0: one per core, except in a stdio MCP "
+        "server, which embeds one query at a time: one).",
+        minimum=0,
     )
     embed_sessions: int = _setting(1, "Parallel onnxruntime sessions in one process.", minimum=1)
     embed_batch_size: int = _setting(

@@ -86,6 +86,11 @@ def _holder(config: Config, settings: McpSettings) -> MemoryHolder:
     from backtrail.memory import Memory
 
     default = settings.client_id or ("mcp-http" if settings.transport == "http" else "mcp")
+    if settings.transport != "http" and config.embed_threads == 0:
+        # A stdio server embeds one query at a time (and its client's few writes), and a
+        # hybrid search embeds beside the BM25 pool: a second intra-op thread cost 40%
+        # more CPU per query embedding for 20-25% less wall time (bench/system/README.md).
+        config = config.replace(embed_threads=1)
     return MemoryHolder(lambda: Memory(config, client=default))
 
 
