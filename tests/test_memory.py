@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from backtrail import _core
 from backtrail.config import SETTINGS, Config
 from backtrail.errors import (
     Excluded,
@@ -331,6 +332,29 @@ def test_a_repeated_query_is_embedded_once(
         assert embedder.query_counts == (embedded + 2, reused + 2)
         assert {r.url for r in first.results}.isdisjoint(r.url for r in second.results)
         assert first.mode == other.mode == "hybrid"
+
+
+def test_a_query_the_model_fails_to_embed_is_searched_with_bm25(
+    data_home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model that loads but then fails on a query cannot be made here, so the core's
+    # ModelError is raised in its place, for searches that hand the core the model.
+    share_model(monkeypatch)
+    real = Memory._core_search
+
+    def failing(self: Memory, request: Any, mode: str, embedder: Any, now: int) -> Any:
+        if embedder is not None:
+            raise _core.ModelError("onnxruntime failed")
+        return real(self, request, mode, embedder, now)
+
+    monkeypatch.setattr(Memory, "_core_search", failing)
+    with Memory(make_config(data_home, embeddings=True), client="t", clock=clock) as memory:
+        memory.capture_page("https://example.com/k", text="Kestrels hover over motorways.")
+        memory.catch_up()
+        page = memory.search("kestrels")
+        assert page.mode == "bm25" and urls_of(page) == ["https://example.com/k"]
+        with pytest.raises(SearchUnavailable, match="onnxruntime failed"):
+            memory.search("kestrels", mode="vector")
 
 
 def test_search_falls_back_to_bm25_when_the_model_is_missing(
