@@ -4,7 +4,9 @@ two servers on one data directory, and the fast start."""
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
 import subprocess
 import threading
@@ -137,7 +139,7 @@ def test_the_reader_starts_warming_on_the_first_search_before_the_sdk_is_ready()
 
         read_end, write_end = os.pipe()
         with os.fdopen(read_end, "rb") as raw, os.fdopen(write_end, "wb") as out:
-            reader = stdio._Reader(raw, warm)
+            reader = stdio._Reader(raw, warm, stdio._DroppingWriter(io.BytesIO(), set()))
             got = []
             for i, line in enumerate(lines):
                 if i == ready_after:
@@ -180,7 +182,7 @@ def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path:
                 "params": {"name": tool, "arguments": arguments}}  # fmt: skip
 
     warming = "a search arrived while the MCP SDK loads"
-    search = call("search_memory", {"query": "checkpoints"})
+    search = call("find_forgotten_content", {"description": "checkpoints"})
     lines, stderr = _raw_session(tmp_path, [INITIALIZE, initialized, search], MCP_EMBEDDINGS="on")
     (answer,) = _answers(lines, 2)
     assert answer["result"]["structuredContent"]["mode"] == "hybrid", answer
@@ -191,6 +193,130 @@ def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path:
     (answer,) = _answers(lines, 2)
     assert answer["result"]["structuredContent"]["model"] == "not loaded", answer
     assert warming not in stderr
+
+
+def _close(got: Any, want: Any) -> bool:
+    """Equal, floats within 1e-6 (a search's time decay moves between two runs)."""
+    if isinstance(want, float) and isinstance(got, float):
+        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9)
+    if isinstance(want, dict) and isinstance(got, dict):
+        return got.keys() == want.keys() and all(_close(got[k], want[k]) for k in want)
+    if isinstance(want, list) and isinstance(got, list):
+        return len(got) == len(want) and all(map(_close, got, want))
+    return type(got) is type(want) and got == want
+
+
+def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_the_sdk_would(
+    tmp_path: Path,
+) -> None:
+    """A client that searches and lists the tools right after its handshake is answered
+    while the SDK still loads: the search by the code the SDK's tool runs, the tool list
+    as an earlier server's SDK gave it. Each answer equals the SDK's own; a call the
+    early path will not take (a limit out of range) is still the SDK's."""
+    seed(tmp_path)
+    log = tmp_path / "calls.jsonl"
+    env = {"MCP_EMBEDDINGS": "on", "BACKTRAIL_MCP_CALL_LOG": str(log)}
+
+    def call(ident: int, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                "params": {"name": "search_memory", "arguments": arguments}}  # fmt: skip
+
+    messages = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        call(2, {"query": "checkpoints in the write-ahead log", "limit": 10}),
+        call(3, {"query": "wal", "limit": 99}),
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+    ]
+    sdk, _ = _raw_session(tmp_path, messages, BACKTRAIL_MCP_FAST_START="0", **env)
+    first, first_err = _raw_session(tmp_path, messages, **env)
+    logged = len(read_json_lines(log))
+    early, early_err = _raw_session(tmp_path, messages, **env)
+
+    assert "answered search_memory while the MCP SDK loads" in first_err, first_err
+    assert "answered tools/list" not in first_err  # no tool list kept yet: the SDK's is kept
+    assert "answered search_memory while the MCP SDK loads" in early_err, early_err
+    assert "answered tools/list while the MCP SDK loads" in early_err, early_err
+    for ident in (2, 3, 4):
+        (want,) = _answers(sdk, ident)
+        for lines in (first, early):
+            (got,) = _answers(lines, ident)
+            assert _close(got, want), (ident, got, want)
+    (hits,) = _answers(early, 2)
+    assert hits["result"]["structuredContent"]["mode"] == "hybrid"
+    assert hits["result"]["structuredContent"]["results"], hits
+    (refused,) = _answers(early, 3)
+    assert refused["result"]["isError"] is True
+    assert "limit" in refused["result"]["content"][0]["text"]
+    calls = read_json_lines(log)[logged:]  # the last server's calls, each recorded once
+    assert sorted((c["tool"], c["client"], c["ok"]) for c in calls) == [
+        ("search_memory", "mcp:raw-test", False), ("search_memory", "mcp:raw-test", True)
+    ]  # fmt: skip
+
+
+def test_only_well_formed_requests_are_taken_before_the_sdk_is_ready() -> None:
+    from backtrail.mcp_server.early import _search_arguments, early_method
+
+    def call(arguments: object, name: str = "search_memory") -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}  # fmt: skip
+
+    listing = {"jsonrpc": "2.0", "id": "l", "method": "tools/list"}
+    assert early_method(call({"query": "x"})) == "tools/call"
+    assert early_method(listing) == early_method({**listing, "params": {"_meta": {}}})
+    assert early_method(listing) == "tools/list"
+    for other in ({**listing, "params": {"cursor": "2"}}, {**listing, "id": True},
+                  {**listing, "jsonrpc": "1.0"}, {**listing, "id": None},
+                  call({"query": "x"}, "memory_stats"), {"jsonrpc": "2.0", "id": 1},
+                  [listing]):  # fmt: skip
+        assert early_method(other) is None, other
+    good = {"query": "wal", "limit": 3, "since": "2 days ago", "until": 1_700_000_000,
+            "domains": ["sqlite.org"], "kinds": ["page", "note"], "cursor": None}  # fmt: skip
+    assert _search_arguments(good) == good
+    assert _search_arguments({"query": "wal"}) == {
+        "query": "wal", "limit": 8, "since": None, "until": None, "domains": None,
+        "kinds": None, "cursor": None,
+    }  # fmt: skip
+    # what the SDK would coerce (a string or float limit) or refuse goes to the SDK
+    for bad in ({"limit": 3}, {"query": 5}, {"query": "x", "limit": "3"},
+                {"query": "x", "limit": True}, {"query": "x", "limit": 3.0},
+                {"query": "x", "kinds": ["tab"]}, {"query": "x", "kinds": "page"},
+                {"query": "x", "domains": "sqlite.org"}, {"query": "x", "since": 1.5},
+                {"query": "x", "cursor": 2}, {"query": "x", "extra": 1}, ["x"]):  # fmt: skip
+        assert _search_arguments(bad) is None, bad
+
+
+def test_a_kept_tool_list_answers_only_the_same_code_settings_and_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import backtrail
+    from backtrail.mcp_server import early
+    from backtrail.mcp_server.settings import McpSettings
+
+    def answers(**settings: Any) -> early.EarlyAnswers:
+        def no_memory() -> Any:
+            raise AssertionError("a tool list needs no memory")
+
+        return early.EarlyAnswers(no_memory, McpSettings(**settings), tmp_path / "cache")
+
+    now, older = early.Opening("2025-11-25", "x"), early.Opening("2025-06-18", "x")
+    listing = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
+    tools = {"tools": [{"name": "search_memory", "inputSchema": {"type": "object"}}]}
+    assert answers().answer(listing, now) is None  # nothing kept yet
+    answers().keep_tools("2025-11-25", {**tools, "nextCursor": "2"})  # a first page only
+    assert answers().answer(listing, now) is None
+    answers().keep_tools("2025-11-25", tools)
+    assert answers().answer(listing, now) == {"jsonrpc": "2.0", "id": 9, "result": tools}
+    assert answers().answer(listing, older) is None  # kept per protocol version
+    assert answers().answer(listing, early.Opening("2024-11-05", "x")) is None
+    assert answers().answer(listing, None) is None  # no early handshake
+    assert answers(demo_tools=True).answer(listing, now) is None  # other settings
+    (kept,) = (tmp_path / "cache").iterdir()
+    kept.write_text("{not json")
+    assert answers().answer(listing, now) is None
+    answers().keep_tools("2025-11-25", tools)
+    monkeypatch.setattr(backtrail, "__version__", "0.0.0-another")
+    assert answers().answer(listing, now) is None  # another release
 
 
 _STRAY = """

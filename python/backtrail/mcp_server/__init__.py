@@ -20,6 +20,7 @@ from backtrail.mcp_server.settings import DEFAULT_PORT, McpSettings
 
 if TYPE_CHECKING:
     from backtrail.config import Config
+    from backtrail.mcp_server.calllog import CallLog
     from backtrail.mcp_server.holder import MemoryHolder
     from backtrail.mcp_server.stdio import StdioRunner
 
@@ -94,12 +95,16 @@ def _holder(config: Config, settings: McpSettings) -> MemoryHolder:
     return MemoryHolder(lambda: Memory(config, client=default))
 
 
-def _build(holder: MemoryHolder, settings: McpSettings) -> Any:
-    from backtrail.mcp_server.calllog import CallLog
+def _build(holder: MemoryHolder, settings: McpSettings, call_log: CallLog | None = None) -> Any:
     from backtrail.mcp_server.server import build_server
 
-    call_log = CallLog(settings.call_log) if settings.call_log is not None else None
     return build_server(lambda: holder.get(), settings=settings, call_log=call_log, holder=holder)
+
+
+def _call_log(settings: McpSettings) -> CallLog | None:
+    from backtrail.mcp_server.calllog import CallLog
+
+    return CallLog(settings.call_log) if settings.call_log is not None else None
 
 
 def _warm(holder: MemoryHolder) -> None:
@@ -116,21 +121,27 @@ def _preload(holder: MemoryHolder) -> None:
 
 
 def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> None:
+    from backtrail.mcp_server.early import CACHE_DIRNAME, EarlyAnswers
     from backtrail.mcp_server.stdio import serve_stdio
 
     made: list[MemoryHolder] = []
+    answers: list[EarlyAnswers] = []
     holder_made = threading.Event()
 
     def prepare() -> StdioRunner:
         try:
-            holder = _holder(load_config(), settings)  # before the SDK: warm() needs it
+            config = load_config()
+            holder = _holder(config, settings)  # before the SDK: warm() and early() need it
             made.append(holder)
+            call_log = _call_log(settings)
+            answers.append(EarlyAnswers(holder.get, settings, config.home / CACHE_DIRNAME,
+                                        call_log))  # fmt: skip
         finally:
             holder_made.set()
         import anyio
         from mcp.server.stdio import stdio_server
 
-        server = _build(holder, settings)
+        server = _build(holder, settings, call_log)
         holder.get()  # open the memory now, not on the first tool call
         if settings.preload_model:
             _preload(holder)
@@ -153,7 +164,11 @@ def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> No
         if made:
             _warm(made[0])
 
-    serve_stdio(prepare, fast_start=settings.fast_start, warm=warm)
+    def early() -> EarlyAnswers | None:
+        holder_made.wait()
+        return answers[0] if answers else None
+
+    serve_stdio(prepare, fast_start=settings.fast_start, warm=warm, early=early)
 
 
 def _serve_http(
@@ -163,7 +178,7 @@ def _serve_http(
 
     load_tokens(settings, "check")  # fail closed before opening anything
     holder = _holder(config, settings)
-    server = _build(holder, settings)
+    server = _build(holder, settings, _call_log(settings))
     app = build_http_app(server, settings, settings.client_id or "mcp-http")
     holder.get()
     if settings.preload_model:

@@ -26,6 +26,7 @@ from backtrail.actions import GROUP_COLORS, MAX_TABS, ActionQueue, describe, wir
 from backtrail.errors import BacktrailError, InvalidInput
 from backtrail.mcp_server.formatting import iso, web_block
 from backtrail.mcp_server.insight_tools import SummaryOutput, _provenance, _summary_output
+from backtrail.mcp_server.searching import render_results
 from backtrail.mcp_server.server import (
     BROWSER,
     CLOSES,
@@ -35,7 +36,7 @@ from backtrail.mcp_server.server import (
     Reply,
     Runtime,
 )
-from backtrail.mcp_server.tools import render_page, render_results
+from backtrail.mcp_server.tools import render_page
 from backtrail.memory import PageText, SearchResult
 from backtrail.store import Action, Tab
 

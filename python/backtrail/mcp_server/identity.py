@@ -13,6 +13,7 @@ This module imports nothing but the standard library.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +50,16 @@ MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 """Versions the SDK serves through ``server/discover`` and per-request envelopes."""
 _PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
+
+LABEL_CHARS = re.compile(r"[^A-Za-z0-9._:@/+ -]")
+"""Characters a client's name may not carry into the ledger and the call log."""
+
+
+def clean_label(value: str) -> str:
+    """``value`` as a client name: unusual characters replaced, at most 64 long."""
+    label = LABEL_CHARS.sub("-", value).strip(" -")[:64]
+    return label or "unknown"
 
 
 def server_info() -> dict[str, Any]:

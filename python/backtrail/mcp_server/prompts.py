@@ -9,8 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from backtrail import insights
 from backtrail.mcp_server.formatting import web_block
 from backtrail.mcp_server.insight_tools import render_digest
+from backtrail.mcp_server.searching import render_results
 from backtrail.mcp_server.server import Runtime
-from backtrail.mcp_server.tools import render_results
 
 __all__ = ["register"]
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
@@ -83,8 +82,6 @@ DEMO = ToolAnnotations(
 )
 """Operator demo: holds a lock, changes no data (records one audit event)."""
 
-_LABEL_CHARS = re.compile(r"[^A-Za-z0-9._:@/+ -]")
-
 
 @dataclass(frozen=True)
 class Caller:
@@ -113,11 +110,6 @@ class ReadOnlyToken(BacktrailError):
             f"{tool} changes the memory, but this connection's token only allows reading; "
             "use a token with the write scope"
         )
-
-
-def _clean_label(value: str) -> str:
-    label = _LABEL_CHARS.sub("-", value).strip(" -")[:64]
-    return label or "unknown"
 
 
 class Runtime:
@@ -159,7 +151,7 @@ class Runtime:
                 name = params.client_info.name
         except (AttributeError, ValueError):
             name = None
-        client = f"mcp:{_clean_label(name)}" if name else "mcp"
+        client = f"mcp:{identity.clean_label(name)}" if name else "mcp"
         return Caller(client, scope, False, transport)
 
     def writer_for(self, caller: Caller, client_id: str | None) -> str:
@@ -169,7 +161,9 @@ class Runtime:
             return caller.client
         if not isinstance(client_id, str) or not client_id.strip() or len(client_id) > 256:
             raise InvalidInput("client_id", "must be a non-empty name of at most 256 characters")
-        return _clean_label(client_id) if _LABEL_CHARS.search(client_id) else client_id
+        if identity.LABEL_CHARS.search(client_id):
+            return identity.clean_label(client_id)
+        return client_id
 
     # ------------------------------------------------------------- sampling
 

@@ -17,10 +17,18 @@ takes about a second, so this runner:
    dropped on the way out.
 
 After the opening answer, one thread reads the rest of the stream and queues each
-message for the SDK. While the SDK is still loading, it watches for a ``tools/call`` of a tool that
-embeds a query (:data:`identity.QUERY_TOOLS`) and then starts ``warm`` (loading the
-embedding model) at once, so the model loads beside the SDK rather than after it. A
-server nobody searches never loads the model.
+message for the SDK. While the SDK is still loading:
+
+- a ``tools/list`` or ``search_memory`` call goes to :mod:`early` first, on a thread of
+  its own, and reaches the SDK only if it is not answered there (it never reaches the
+  SDK when it is);
+- a ``tools/call`` of another tool that embeds a query (:data:`identity.QUERY_TOOLS`)
+  starts ``warm`` (loading the embedding model) at once, so the model loads beside the
+  SDK rather than after it. A server nobody searches never loads the model.
+
+The SDK's answers to plain ``tools/list`` requests are handed to
+:meth:`early.EarlyAnswers.keep_tools` on their way out, for the next server's early
+answer.
 
 Anything unusual in the first message (malformed, another method, an unknown
 protocol version) is left entirely to the SDK. ``BACKTRAIL_MCP_FAST_START=0`` turns the
@@ -35,10 +43,15 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from backtrail.mcp_server import identity
+from backtrail.mcp_server.early import Opening, early_method
+
+if TYPE_CHECKING:
+    from backtrail.mcp_server.early import EarlyAnswers
 
 __all__ = ["serve_stdio", "StdioRunner"]
 
@@ -83,12 +96,24 @@ def _key(ident: object) -> tuple[str, object]:
 
 
 class _Reader:
-    """Reads the protocol stream on its own thread into a queue. Until
-    :meth:`sdk_ready`, a ``tools/call`` of a query tool starts ``warm`` once."""
+    """Reads the protocol stream on its own thread into a queue for the SDK. Until
+    :meth:`sdk_ready`, requests :mod:`early` may answer go to the early thread instead,
+    and a ``tools/call`` of a query tool starts ``warm`` once."""
 
-    def __init__(self, raw: BinaryIO, warm: Callable[[], None] | None) -> None:
+    def __init__(
+        self,
+        raw: BinaryIO,
+        warm: Callable[[], None] | None,
+        writer: _DroppingWriter,
+        early: Callable[[], EarlyAnswers | None] | None = None,
+        opening: Opening | None = None,
+    ) -> None:
         self._raw = raw
         self._warm = warm
+        self._writer = writer
+        self._early = early if opening is not None else None
+        self._opening = opening
+        self._early_queue: queue.SimpleQueue[tuple[bytes, dict[str, Any]]] | None = None
         self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._ready = threading.Event()
         threading.Thread(target=self._run, name="backtrail-mcp-read", daemon=True).start()
@@ -96,12 +121,50 @@ class _Reader:
     def _run(self) -> None:
         while True:
             line = self._raw.readline()
+            message = _tools_request(line) if self._early is not None else None
+            if message is not None and not self._ready.is_set():
+                self._answer_early(line, message)
+                continue
             if self._warm is not None and not self._ready.is_set() and _calls_query_tool(line):
                 warm, self._warm = self._warm, None
                 threading.Thread(target=warm, name="backtrail-mcp-warm", daemon=True).start()
-            self._lines.put(line)
+            self._forward(line, message)
             if not line:
                 return
+
+    def _forward(self, line: bytes, message: dict[str, Any] | None) -> None:
+        """Queue ``line`` for the SDK (``message``: its request when it is a tools one)."""
+        if message is not None and message.get("method") == "tools/list":
+            assert self._opening is not None
+            self._writer.expect_tools_list(message["id"], self._opening.protocol)
+        self._lines.put(line)
+
+    def _answer_early(self, line: bytes, message: dict[str, Any]) -> None:
+        if self._early_queue is None:
+            self._early_queue = queue.SimpleQueue()
+            threading.Thread(target=self._early_loop, name="backtrail-mcp-early",
+                             daemon=True).start()  # fmt: skip
+        self._early_queue.put((line, message))
+
+    def _early_loop(self) -> None:
+        assert self._early is not None and self._early_queue is not None
+        while True:
+            line, message = self._early_queue.get()
+            started = time.perf_counter()
+            answer = None
+            try:
+                answers = self._early()
+                if answers is not None:
+                    answer = answers.answer(message, self._opening)
+            except Exception:
+                logger.exception("an early answer failed; the SDK answers instead")
+            if answer is None:
+                self._forward(line, message)
+                continue
+            self._writer.write_message(answer)
+            what = (message.get("params") or {}).get("name") or message["method"]
+            logger.info("answered %s while the MCP SDK loads (%.2f s)", what,
+                        time.perf_counter() - started)  # fmt: skip
 
     def sdk_ready(self) -> None:
         self._ready.set()
@@ -112,6 +175,17 @@ class _Reader:
         if not line:
             self._lines.put(line)
         return line
+
+
+def _tools_request(line: bytes) -> dict[str, Any] | None:
+    """The request on ``line`` when :mod:`early` might answer it."""
+    if b"tools/" not in line:
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if early_method(message) is not None else None
 
 
 def _calls_query_tool(line: bytes) -> bool:
@@ -128,16 +202,36 @@ def _calls_query_tool(line: bytes) -> bool:
 
 
 class _DroppingWriter:
-    """stdout for the SDK: drops its answers to requests already answered here."""
+    """stdout for the SDK: drops its answers to requests already answered here, and
+    hands its answers to plain ``tools/list`` requests to ``keep_tools``."""
 
-    def __init__(self, raw: BinaryIO, answered: set[tuple[str, object]]) -> None:
+    def __init__(
+        self,
+        raw: BinaryIO,
+        answered: set[tuple[str, object]],
+        keep_tools: Callable[[str, object], None] | None = None,
+    ) -> None:
         self._raw = raw
         self._answered = answered
+        self._keep_tools = keep_tools
+        self._tools_lists: dict[tuple[str, object], str] = {}
         self._lock = threading.Lock()
+
+    def expect_tools_list(self, ident: object, protocol: str) -> None:
+        """The SDK will answer the plain ``tools/list`` request ``ident``."""
+        if self._keep_tools is not None:
+            with self._lock:
+                self._tools_lists[_key(ident)] = protocol
+
+    def write_message(self, message: dict[str, Any]) -> None:
+        """Write an answer given here (not by the SDK)."""
+        data = (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        with self._lock:
+            self._raw.write(data)
 
     def write(self, text: str) -> int:
         with self._lock:
-            if self._answered and self._is_duplicate(text):
+            if (self._answered or self._tools_lists) and self._is_duplicate(text):
                 return len(text)
             self._raw.write(text.encode("utf-8"))
             return len(text)
@@ -150,6 +244,9 @@ class _DroppingWriter:
         if not isinstance(message, dict) or "id" not in message or "method" in message:
             return False
         key = _key(message["id"])
+        protocol = self._tools_lists.pop(key, None)
+        if protocol is not None and "result" in message and self._keep_tools is not None:
+            self._keep_tools(protocol, message["result"])
         if key not in self._answered:
             return False
         self._answered.discard(key)
@@ -168,11 +265,14 @@ def serve_stdio(
     *,
     fast_start: bool = True,
     warm: Callable[[], None] | None = None,
+    early: Callable[[], EarlyAnswers | None] | None = None,
 ) -> None:
     """Serve MCP on this process's stdin/stdout until stdin closes. ``prepare`` runs on
     a background thread while the first message is read and answered; it builds the
     server (importing the SDK) and returns the runner that serves the streams. ``warm``
-    runs on its own thread when a query tool is called before the SDK is ready."""
+    runs on its own thread when a query tool is called before the SDK is ready.
+    ``early()`` gives the :class:`~early.EarlyAnswers` (waiting until ``prepare`` has
+    made them, ``None`` if it could not); only a fast start uses them."""
     wire = _Wire()
     built: dict[str, Any] = {}
 
@@ -186,6 +286,7 @@ def serve_stdio(
     builder.start()
     first = wire.input.readline()
     answered: set[tuple[str, object]] = set()
+    opening = None
     if fast_start and first:
         try:
             message = json.loads(first)
@@ -195,9 +296,20 @@ def serve_stdio(
         if answer is not None:
             wire.write_message(answer)
             answered.add(_key(answer["id"]))
+            opening = Opening.of(message, answer)
     # the rest of the stream, read on from here on its own thread (the opening answer
     # above is on the critical path and has not waited for a thread hand-over)
-    reader = _Reader(wire.input, warm)
+    keep_tools = None
+    if early is not None and opening is not None:
+        made = early
+
+        def keep_tools(protocol: str, result: object) -> None:
+            answers = made()
+            if answers is not None:
+                answers.keep_tools(protocol, result)
+
+    writer = _DroppingWriter(wire.output, answered, keep_tools)
+    reader = _Reader(wire.input, warm, writer, early, opening)
     builder.join()
     reader.sdk_ready()
     if "error" in built:
@@ -208,5 +320,5 @@ def serve_stdio(
 
     replay = _Replay(first, reader)
     stdin = anyio.wrap_file(replay)  # type: ignore[arg-type]
-    stdout = anyio.wrap_file(_DroppingWriter(wire.output, answered))  # type: ignore[arg-type]
+    stdout = anyio.wrap_file(writer)  # type: ignore[arg-type]
     anyio.run(built["runner"], stdin, stdout)

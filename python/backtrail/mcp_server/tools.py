@@ -9,7 +9,7 @@ rendered as labelled text plus structured content (see :class:`server.Runtime`).
 
 # No `from __future__ import annotations`: the SDK reads these signatures at run time.
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 
 from backtrail import insights
 from backtrail.errors import InvalidInput, PageNotFound
+from backtrail.mcp_server import searching
 from backtrail.mcp_server.formatting import (
     TIME_HELP,
-    fact_block,
     iso,
     next_cursor,
     note_block,
@@ -27,13 +27,20 @@ from backtrail.mcp_server.formatting import (
     parse_time,
     web_block,
 )
+from backtrail.mcp_server.searching import (
+    MAX_SEARCH_RESULTS,
+    SEARCH_LIMIT,
+    SearchKind,
+    SearchOutput,
+    bounded,
+    search_answer,
+)
 from backtrail.mcp_server.server import DESTRUCTIVE, READ_ONLY, WRITES, Caller, Reply, Runtime
-from backtrail.memory import PageText, SearchPage, SearchResult, TimelineEntry
+from backtrail.memory import PageText, TimelineEntry
 from backtrail.store import Bookmark, Highlight, Note, Tab
 
-__all__ = ["register", "render_page", "render_results"]
+__all__ = ["register", "render_page"]
 
-MAX_SEARCH_RESULTS = 25
 MAX_PAGE_CHARS = 50_000
 MAX_TIMELINE = 200
 
@@ -45,14 +52,6 @@ Cursor = Annotated[
 
 
 # --------------------------------------------------------------------- models
-
-
-class SearchOutput(BaseModel):
-    query: str
-    mode: str = Field(description="bm25, vector or hybrid")
-    results: list[SearchResult]
-    next_cursor: str | None
-    index_behind: int = Field(description="Recent changes not yet searchable (0: up to date).")
 
 
 class PageOutput(BaseModel):
@@ -112,43 +111,6 @@ class StatsOutput(BaseModel):
 # -------------------------------------------------------------------- helpers
 
 
-def _result_block(result: SearchResult) -> str:
-    body = "\n…\n".join([result.snippet, *result.passages])
-    if result.origin == "user":
-        return note_block(body, about=result.url, written_at=result.last_seen)
-    if result.origin == "assistant":
-        return fact_block(body, key=result.title or "", client=result.source,
-                          updated_at=result.last_seen)  # fmt: skip
-    return web_block(body, source=result.url, kind=result.kind, captured_at=result.captured_at)
-
-
-def render_results(heading: str, page: SearchPage) -> str:
-    lines = [heading]
-    if not page.results:
-        lines.append("No results.")
-    for number, r in enumerate(page.results, 1):
-        visits = f", {r.visit_count} visits" if r.visit_count is not None else ""
-        where = f" — {r.url}" if r.url else ""
-        lines.append(
-            f"\n[{number}] {r.title or r.url or r.kind}{where} ({r.kind} id {r.id}, last seen "
-            f"{iso(r.last_seen)}{visits})"
-        )
-        lines.append(_result_block(r))
-    if page.next_cursor:
-        lines.append(f"\nMore results: call again with cursor={page.next_cursor!r}.")
-    if page.lag.text:
-        lines.append(f"({page.lag.text} recent changes are not searchable yet.)")
-    return "\n".join(lines)
-
-
-def _search_reply(query: str, page: SearchPage, heading: str) -> Reply:
-    data = SearchOutput(
-        query=query, mode=page.mode, results=page.results, next_cursor=page.next_cursor,
-        index_behind=page.lag.text,
-    )  # fmt: skip
-    return Reply(render_results(heading, page), data)
-
-
 def _titles_block(lines: list[str], what: str) -> str:
     """A list of titles and URLs (web content) in one labelled block."""
     return web_block("\n".join(lines), source="browser", kind=what, captured_at=None)
@@ -178,12 +140,6 @@ def _tab_line(tab: Tab) -> str:
     return f"- tab {tab.tab_id} (window {tab.window_id}){state}: {title} — {tab.url}{seen}"
 
 
-def _bounded(value: int, field: str, high: int) -> int:
-    if value < 1 or value > high:
-        raise InvalidInput(field, f"must be from 1 to {high}, got {value}")
-    return value
-
-
 # ---------------------------------------------------------------------- tools
 
 
@@ -194,7 +150,9 @@ def register(server: MCPServer, rt: Runtime) -> None:
             str, Field(description="Words or a question about something the user read.")
         ],
         ctx: Context,
-        limit: Annotated[int, Field(description=f"Results per page (1-{MAX_SEARCH_RESULTS}).")] = 8,
+        limit: Annotated[
+            int, Field(description=f"Results per page (1-{MAX_SEARCH_RESULTS}).")
+        ] = SEARCH_LIMIT,
         since: When = None,
         until: When = None,
         domains: Annotated[
@@ -202,7 +160,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
             Field(description="Only these sites, e.g. ['sqlite.org']; subdomains included."),
         ] = None,
         kinds: Annotated[
-            list[Literal["page", "highlight", "note", "bookmark", "fact"]] | None,
+            list[SearchKind] | None,
             Field(description="Only these kinds (default: pages, highlights, notes, bookmarks)."),
         ] = None,
         cursor: Cursor = None,
@@ -216,12 +174,11 @@ def register(server: MCPServer, rt: Runtime) -> None:
                 "domains": domains, "kinds": kinds, "cursor": cursor}  # fmt: skip
 
         async def work(caller: Caller) -> Reply:
-            _bounded(limit, "limit", MAX_SEARCH_RESULTS)
-            page = await rt.blocking(
-                rt.memory.search, query, limit=limit, since=parse_time(since, "since"),
-                until=parse_time(until, "until"), domains=domains, kinds=kinds, cursor=cursor,
+            text, data = await rt.blocking(
+                searching.search_memory, rt.memory, query, limit=limit, since=since,
+                until=until, domains=domains, kinds=kinds, cursor=cursor,
             )  # fmt: skip
-            return _search_reply(query, page, f"Results for {query!r} ({page.mode} search):")
+            return Reply(text, data)
 
         return await rt.run(ctx, "search_memory", args, work)
 
@@ -246,9 +203,9 @@ def register(server: MCPServer, rt: Runtime) -> None:
         args = {"description": description, "limit": limit}
 
         async def work(caller: Caller) -> Reply:
-            _bounded(limit, "limit", MAX_SEARCH_RESULTS)
+            bounded(limit, "limit", MAX_SEARCH_RESULTS)
             page = await rt.blocking(rt.memory.find_forgotten, description, limit=limit)
-            return _search_reply(description, page, f"Candidates for {description!r}:")
+            return Reply(*search_answer(description, page, f"Candidates for {description!r}:"))
 
         return await rt.run(ctx, "find_forgotten_content", args, work)
 
@@ -272,7 +229,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         async def work(caller: Caller) -> Reply:
             if (url is None) == (id is None):
                 raise InvalidInput("url", "give exactly one of url or id")
-            _bounded(max_chars, "max_chars", MAX_PAGE_CHARS)
+            bounded(max_chars, "max_chars", MAX_PAGE_CHARS)
             page = await rt.attributed(
                 caller.client, rt.memory.get_page, url, page_id=id, offset=offset,
                 length=max_chars,
@@ -295,7 +252,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         args = {"since": since, "until": until, "domain": domain, "limit": limit, "cursor": cursor}
 
         async def work(caller: Caller) -> Reply:
-            _bounded(limit, "limit", MAX_TIMELINE)
+            bounded(limit, "limit", MAX_TIMELINE)
             start = parse_cursor(cursor)
             entries = await rt.blocking(
                 rt.memory.timeline, parse_time(since, "since"), parse_time(until, "until"),
@@ -329,7 +286,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         args = {"limit": limit, "cursor": cursor}
 
         async def work(caller: Caller) -> Reply:
-            _bounded(limit, "limit", 200)
+            bounded(limit, "limit", 200)
             start = parse_cursor(cursor)
             tabs = await rt.blocking(rt.memory.list_tabs)
             chosen = tabs[start : start + limit]
