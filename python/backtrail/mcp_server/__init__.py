@@ -9,6 +9,7 @@ server is built, after a stdio client's ``initialize`` has been answered.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import threading
@@ -138,6 +139,9 @@ def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> No
                                         call_log))  # fmt: skip
         finally:
             holder_made.set()
+        # before the SDK: an early search would otherwise wait for the SDK's imports to
+        # release pydantic's module lock, and build its output model under contention
+        importlib.import_module("backtrail.mcp_server.searching")
         import anyio
         from mcp.server.stdio import stdio_server
 
