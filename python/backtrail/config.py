@@ -43,6 +43,7 @@ ENV_PREFIX = "BACKTRAIL_"
 CONFIG_FILENAMES = ("config.toml", "config.json")
 INDEX_DIRNAME = "index"
 MODEL_CACHE_DIRNAME = "model-cache"
+MCP_CACHE_DIRNAME = "mcp-cache"
 INDEXER_LOCK_FILENAME = "indexer.lock"
 HOST_LOCK_FILENAME = "host.lock"
 
@@ -351,6 +352,12 @@ class Config:
     def model_cache_dir(self) -> Path:
         """onnxruntime's optimised graph of the embedding model (rebuildable)."""
         return self.home / MODEL_CACHE_DIRNAME
+
+    @property
+    def mcp_cache_dir(self) -> Path:
+        """The MCP SDK's tool lists, kept for the early answers of new stdio servers
+        (rebuildable)."""
+        return self.home / MCP_CACHE_DIRNAME
 
     @property
     def indexer_lock_path(self) -> Path:

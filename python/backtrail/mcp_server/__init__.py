@@ -122,7 +122,7 @@ def _preload(holder: MemoryHolder) -> None:
 
 
 def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> None:
-    from backtrail.mcp_server.early import CACHE_DIRNAME, EarlyAnswers
+    from backtrail.mcp_server.early import EarlyAnswers
     from backtrail.mcp_server.stdio import serve_stdio
 
     made: list[MemoryHolder] = []
@@ -135,8 +135,7 @@ def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> No
             holder = _holder(config, settings)  # before the SDK: warm() and early() need it
             made.append(holder)
             call_log = _call_log(settings)
-            answers.append(EarlyAnswers(holder.get, settings, config.home / CACHE_DIRNAME,
-                                        call_log))  # fmt: skip
+            answers.append(EarlyAnswers(holder.get, settings, config.mcp_cache_dir, call_log))
         finally:
             holder_made.set()
         # before the SDK: an early search would otherwise wait for the SDK's imports to

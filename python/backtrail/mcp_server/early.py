@@ -8,7 +8,7 @@ that arrive before the SDK is ready to :class:`EarlyAnswers`:
 - ``tools/list`` (first page): answered with the SDK's own answer, as an earlier
   server of the same code, settings and protocol version gave it. The runner passes
   every SDK answer to a plain ``tools/list`` through :meth:`EarlyAnswers.keep_tools`,
-  which keeps it in the data directory (``mcp-cache/``).
+  which keeps it in the data directory (``Config.mcp_cache_dir``).
 - ``tools/call`` of ``search_memory`` with well-formed arguments: answered through
   :func:`backtrail.mcp_server.searching.search_memory`, the code the SDK's tool runs,
   and recorded in the call log like any call.
@@ -51,7 +51,6 @@ EARLY_PROTOCOL_VERSIONS = ("2025-06-18", "2025-11-25")
 """Handshake versions whose ``tools/call`` results carry ``structuredContent`` the way
 this module writes them."""
 
-CACHE_DIRNAME = "mcp-cache"
 _KEEP_SECONDS = 30 * 86400
 """Kept tool lists nobody has written for this long are removed."""
 _SEARCH_ARGUMENTS = frozenset({"query", "limit", "since", "until", "domains", "kinds", "cursor"})

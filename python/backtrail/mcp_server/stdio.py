@@ -116,7 +116,7 @@ class _Reader:
         self._writer = writer
         self._early = early if opening is not None else None
         self._opening = opening
-        self._early_queue: queue.SimpleQueue[tuple[bytes, dict[str, Any]]] | None = None
+        self._early_queue: queue.SimpleQueue[tuple[bytes, dict[str, Any] | None]] | None = None
         self._lines: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._ready = threading.Event()
         threading.Thread(target=self._run, name="backtrail-mcp-read", daemon=True).start()
@@ -131,6 +131,9 @@ class _Reader:
             if self._warm is not None and not self._ready.is_set() and _calls_query_tool(line):
                 warm, self._warm = self._warm, None
                 threading.Thread(target=warm, name="backtrail-mcp-warm", daemon=True).start()
+            if not line and self._early_queue is not None:
+                self._early_queue.put((line, None))  # the end, after what the SDK may get back
+                return
             self._forward(line, message)
             if not line:
                 return
@@ -153,6 +156,9 @@ class _Reader:
         assert self._early is not None and self._early_queue is not None
         while True:
             line, message = self._early_queue.get()
+            if message is None:
+                self._lines.put(line)
+                return
             started = time.perf_counter()
             answer = None
             try:
