@@ -2,11 +2,10 @@
 //! snippets.
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use tantivy::collector::TopDocs;
 use tantivy::query::{EnableScoring, Query};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::DocSet;
-use tantivy::{DocAddress, Score};
+use tantivy::{DocAddress, Score, Searcher};
 
 use super::cache::SegmentCache;
 use super::{Index, Snapshot};
@@ -420,23 +419,20 @@ impl Index {
     ) -> Result<Vec<(Score, DocAddress)>> {
         let whole = || -> Result<Vec<(Score, DocAddress)>> {
             let q = filtered(full.box_clone(), filter.map(|f| f.query.box_clone()));
-            Ok(snap
-                .searcher
-                .search(&*q, &TopDocs::with_limit(n).order_by_score())?)
+            top_by_score(&snap.searcher, &*q, n)
         };
         let words = match parsed.words_query(&self.fields, opts.title_boost) {
             Some(words) if parsed.phrases.is_empty() => words,
             _ => return whole(),
         };
         let ask = if filter.is_some() { with_spares(n) } else { n };
-        let top = TopDocs::with_limit(ask).order_by_score();
-        let by_words = snap.searcher.search(&*words, &top)?;
+        let by_words = top_by_score(&snap.searcher, &*words, ask)?;
         let complete = by_words.len() < ask;
         let mut best: FxHashMap<DocAddress, Score> =
             by_words.into_iter().map(|(s, a)| (a, s)).collect();
         if let Some(near) = parsed.near_query(&self.fields, opts.title_boost, opts.proximity_boost)
         {
-            for (s, a) in snap.searcher.search(&*near, &top)? {
+            for (s, a) in top_by_score(&snap.searcher, &*near, ask)? {
                 let e = best.entry(a).or_insert(s);
                 *e = e.max(s);
             }
@@ -681,6 +677,100 @@ fn segment_ask(ask: usize, len: usize, total: usize) -> usize {
 /// Fewest nearest vectors asked of any segment ([`segment_ask`]).
 const SEGMENT_ASK_MIN: usize = 20;
 
+/// The best `n` documents for `query`, best first (ties: lower address first): what
+/// tantivy's `TopDocs::with_limit(n).order_by_score()` finds, with one threshold shared by
+/// all segments.
+///
+/// Tantivy starts block-max WAND afresh in every segment, so an index of nine segments
+/// gathers nine whole top-`n` lists. Here the largest segment goes first, and each next
+/// one only scores documents that can still enter the overall top `n`.
+pub(crate) fn top_by_score(
+    searcher: &Searcher,
+    query: &dyn Query,
+    n: usize,
+) -> Result<Vec<(Score, DocAddress)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let readers = searcher.segment_readers();
+    let mut order: Vec<usize> = (0..readers.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(readers[i].num_docs()));
+    let mut top = TopN::new(n);
+    for ord in order {
+        let reader = &readers[ord];
+        let alive = reader.alive_bitset();
+        let segment = u32::try_from(ord).expect("fewer than 2^32 segments");
+        weight.for_each_pruning(top.threshold(), reader, &mut |doc, score| {
+            if !alive.is_some_and(|a| a.is_deleted(doc)) {
+                top.push(score, DocAddress::new(segment, doc));
+            }
+            top.threshold()
+        })?;
+    }
+    Ok(top.into_sorted())
+}
+
+/// A hit of [`TopN`], ordered best first: higher score, then lower address.
+#[derive(Clone, Copy, PartialEq)]
+struct Ranked(Score, DocAddress);
+
+impl Eq for Ranked {}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The `n` best hits seen so far (a heap whose top is the worst of them).
+struct TopN {
+    n: usize,
+    heap: std::collections::BinaryHeap<Ranked>,
+}
+
+impl TopN {
+    fn new(n: usize) -> TopN {
+        TopN {
+            n,
+            heap: std::collections::BinaryHeap::with_capacity(n + 1),
+        }
+    }
+
+    fn push(&mut self, score: Score, address: DocAddress) {
+        let hit = Ranked(score, address);
+        if self.heap.len() < self.n {
+            self.heap.push(hit);
+        } else if self.heap.peek().is_some_and(|worst| hit < *worst) {
+            self.heap.pop();
+            self.heap.push(hit);
+        }
+    }
+
+    /// Scores above this can still enter (tantivy passes on only scores above it): just
+    /// below the worst kept score once `n` are kept, so a tie can still win on address.
+    fn threshold(&self) -> Score {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.n => worst.0.next_down(),
+            _ => Score::MIN,
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(Score, DocAddress)> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|Ranked(s, a)| (s, a))
+            .collect()
+    }
+}
+
 /// `n` plus room for hits that a filter or a stamp check will drop.
 fn with_spares(n: usize) -> usize {
     n + n / 2 + 8
@@ -815,11 +905,18 @@ fn filter_matches(snap: &Snapshot, filter: &dyn Query, hits: &[DocAddress]) -> R
 mod tests {
     use super::*;
 
+    use tantivy::collector::TopDocs;
+
     use crate::doc::{Document, Kind};
     use crate::index::{Op, OpenOptions};
 
     /// Pseudo-random documents over a small vocabulary, some holding word runs in order.
     fn corpus(index: &Index) {
+        corpus_in(index, 1);
+    }
+
+    /// [`corpus`], staged and committed in `commits` parts (one segment each).
+    fn corpus_in(index: &Index, commits: usize) {
         let vocab: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
         let mut seed = 7u64;
         let mut next = |m: usize| {
@@ -856,9 +953,76 @@ mod tests {
                 .into();
                 Op::Upsert(d)
             })
-            .collect();
-        index.stage(ops).unwrap();
+            .collect::<Vec<_>>();
+        for part in ops.chunks(ops.len().div_ceil(commits)) {
+            index.stage(part.to_vec()).unwrap();
+            index.commit(None).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_threshold_shared_by_the_segments_finds_what_tantivy_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), OpenOptions::default()).unwrap();
+        corpus_in(&index, 5);
+        // deleted and replaced documents leave dead rows in the older segments
+        index
+            .stage(vec![Op::DeleteIds((1..=600).step_by(7).collect())])
+            .unwrap();
         index.commit(None).unwrap();
+        let snap = index.snapshot().unwrap();
+        assert!(snap.searcher.segment_readers().len() >= 5);
+        assert!(snap
+            .searcher
+            .segment_readers()
+            .iter()
+            .any(|r| r.alive_bitset().is_some()));
+        let opts = SearchOptions::default();
+        let mut compared = 0;
+        for q in [
+            "w1 w2",
+            "w3 w1 w7",
+            "w0 w1 w2 w3",
+            "w12 w30 w2 w5 w1",
+            "w38 w39",
+            "w2",
+        ] {
+            let parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
+            let words = parsed.words_query(&index.fields, opts.title_boost).unwrap();
+            let full = parsed
+                .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+                .unwrap();
+            for query in [&*words, &*full] {
+                for n in [1, 3, 10, 30, 200, 1000] {
+                    let want = snap
+                        .searcher
+                        .search(query, &TopDocs::with_limit(n).order_by_score())
+                        .unwrap();
+                    let got = top_by_score(&snap.searcher, query, n).unwrap();
+                    // Equal scores, up to the summation order of another WAND path.
+                    assert_eq!(got.len(), want.len(), "{q:?} n={n}");
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!((g.0 - w.0).abs() < 1e-4, "{q:?} n={n}: {got:?} vs {want:?}");
+                    }
+                    // The same documents, apart from ties at the cut.
+                    let cut = want.last().map_or(0.0, |w| w.0);
+                    let above = |v: &[(Score, DocAddress)]| {
+                        let mut a: Vec<DocAddress> =
+                            v.iter().filter(|h| h.0 > cut + 1e-4).map(|h| h.1).collect();
+                        a.sort();
+                        a
+                    };
+                    assert_eq!(above(&got), above(&want), "{q:?} n={n}");
+                    assert!(
+                        got.windows(2)
+                            .all(|p| p[0].0 > p[1].0 || (p[0].0 == p[1].0 && p[0].1 < p[1].1)),
+                        "best first, ties by address: {got:?}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 6 * 2 * 6);
     }
 
     #[test]
