@@ -166,11 +166,12 @@ def test_the_reader_starts_warming_on_the_first_search_before_the_sdk_is_ready()
 async def test_the_query_tools_that_start_the_model_early_are_tools_of_the_server(
     tmp_path: Path,
 ) -> None:
-    from backtrail.mcp_server import identity
+    from backtrail.mcp_server import early, identity
 
     async with Client(stdio_params(tmp_path), mode="legacy") as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert identity.QUERY_TOOLS <= names, identity.QUERY_TOOLS - names
+    assert set(early.EARLY_TOOLS) <= identity.QUERY_TOOLS
 
 
 def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path: Path) -> None:
@@ -182,7 +183,7 @@ def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path:
                 "params": {"name": tool, "arguments": arguments}}  # fmt: skip
 
     warming = "a search arrived while the MCP SDK loads"
-    search = call("find_forgotten_content", {"description": "checkpoints"})
+    search = call("memory_search", {"query": "checkpoints"})  # not answered early
     lines, stderr = _raw_session(tmp_path, [INITIALIZE, initialized, search], MCP_EMBEDDINGS="on")
     (answer,) = _answers(lines, 2)
     assert answer["result"]["structuredContent"]["mode"] == "hybrid", answer
@@ -221,12 +222,16 @@ def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_t
         return {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
                 "params": {"name": "search_memory", "arguments": arguments}}  # fmt: skip
 
+    # limits above the number of results: a next-page cursor would hold the time
     messages = [
         INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        call(2, {"query": "checkpoints in the write-ahead log", "limit": 10}),
+        call(2, {"query": "checkpoints in the write-ahead log", "limit": 25}),
         call(3, {"query": "wal", "limit": 99}),
         {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "find_forgotten_content",
+            "arguments": {"description": "bread starter", "limit": 25}}},
     ]
     sdk, _ = _raw_session(tmp_path, messages, BACKTRAIL_MCP_FAST_START="0", **env)
     first, first_err = _raw_session(tmp_path, messages, **env)
@@ -237,7 +242,8 @@ def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_t
     assert "answered tools/list" not in first_err  # no tool list kept yet: the SDK's is kept
     assert "answered search_memory while the MCP SDK loads" in early_err, early_err
     assert "answered tools/list while the MCP SDK loads" in early_err, early_err
-    for ident in (2, 3, 4):
+    assert "answered find_forgotten_content while the MCP SDK loads" in early_err, early_err
+    for ident in (2, 3, 4, 5):
         (want,) = _answers(sdk, ident)
         for lines in (first, early):
             (got,) = _answers(lines, ident)
@@ -250,12 +256,17 @@ def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_t
     assert "limit" in refused["result"]["content"][0]["text"]
     calls = read_json_lines(log)[logged:]  # the last server's calls, each recorded once
     assert sorted((c["tool"], c["client"], c["ok"]) for c in calls) == [
-        ("search_memory", "mcp:raw-test", False), ("search_memory", "mcp:raw-test", True)
+        ("find_forgotten_content", "mcp:raw-test", True),
+        ("search_memory", "mcp:raw-test", False), ("search_memory", "mcp:raw-test", True),
     ]  # fmt: skip
+    (candidates,) = _answers(early, 5)
+    assert candidates["result"]["structuredContent"]["results"][0]["url"] == (
+        "https://bread.example/sourdough"
+    )
 
 
 def test_only_well_formed_requests_are_taken_before_the_sdk_is_ready() -> None:
-    from backtrail.mcp_server.early import _search_arguments, early_method
+    from backtrail.mcp_server.early import _arguments, early_method
 
     def call(arguments: object, name: str = "search_memory") -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
@@ -272,8 +283,8 @@ def test_only_well_formed_requests_are_taken_before_the_sdk_is_ready() -> None:
         assert early_method(other) is None, other
     good = {"query": "wal", "limit": 3, "since": "2 days ago", "until": 1_700_000_000,
             "domains": ["sqlite.org"], "kinds": ["page", "note"], "cursor": None}  # fmt: skip
-    assert _search_arguments(good) == good
-    assert _search_arguments({"query": "wal"}) == {
+    assert _arguments("search_memory", good) == good
+    assert _arguments("search_memory", {"query": "wal"}) == {
         "query": "wal", "limit": 8, "since": None, "until": None, "domains": None,
         "kinds": None, "cursor": None,
     }  # fmt: skip
@@ -283,7 +294,15 @@ def test_only_well_formed_requests_are_taken_before_the_sdk_is_ready() -> None:
                 {"query": "x", "kinds": ["tab"]}, {"query": "x", "kinds": "page"},
                 {"query": "x", "domains": "sqlite.org"}, {"query": "x", "since": 1.5},
                 {"query": "x", "cursor": 2}, {"query": "x", "extra": 1}, ["x"]):  # fmt: skip
-        assert _search_arguments(bad) is None, bad
+        assert _arguments("search_memory", bad) is None, bad
+    forgotten = "find_forgotten_content"
+    assert early_method(call({"description": "x"}, forgotten)) == "tools/call"
+    assert _arguments(forgotten, {"description": "x"}) == {"description": "x", "limit": 5}
+    assert _arguments(forgotten, {"description": "x", "limit": 2}) == {
+        "description": "x", "limit": 2
+    }  # fmt: skip
+    for bad in ({"query": "x"}, {"description": "x", "limit": "2"}, {"description": None}):
+        assert _arguments(forgotten, bad) is None, bad
 
 
 def test_a_kept_tool_list_answers_only_the_same_code_settings_and_protocol(

@@ -9,9 +9,9 @@ that arrive before the SDK is ready to :class:`EarlyAnswers`:
   server of the same code, settings and protocol version gave it. The runner passes
   every SDK answer to a plain ``tools/list`` through :meth:`EarlyAnswers.keep_tools`,
   which keeps it in the data directory (``Config.mcp_cache_dir``).
-- ``tools/call`` of ``search_memory`` with well-formed arguments: answered through
-  :func:`backtrail.mcp_server.searching.search_memory`, the code the SDK's tool runs,
-  and recorded in the call log like any call.
+- ``tools/call`` of ``search_memory`` or ``find_forgotten_content`` with well-formed
+  arguments: answered through :mod:`backtrail.mcp_server.searching`, the code the SDK's
+  tools run, and recorded in the call log like any call.
 
 Anything else, and either of these when it cannot be answered here (nothing kept yet,
 arguments the SDK would have to coerce or refuse, a failing search), goes to the SDK as
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from backtrail.mcp_server.settings import McpSettings
     from backtrail.memory import Memory
 
-__all__ = ["EARLY_PROTOCOL_VERSIONS", "EarlyAnswers", "Opening", "early_method"]
+__all__ = ["EARLY_PROTOCOL_VERSIONS", "EARLY_TOOLS", "EarlyAnswers", "Opening", "early_method"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,8 @@ this module writes them."""
 
 _KEEP_SECONDS = 30 * 86400
 """Kept tool lists nobody has written for this long are removed."""
-_SEARCH_ARGUMENTS = frozenset({"query", "limit", "since", "until", "domains", "kinds", "cursor"})
+EARLY_TOOLS = ("search_memory", "find_forgotten_content")
+"""The tools a call of which may be answered before the SDK is ready."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def early_method(message: object) -> str | None:
     if (
         method == "tools/call"
         and isinstance(params, Mapping)
-        and params.get("name") == "search_memory"
+        and params.get("name") in EARLY_TOOLS
         and set(params) <= {"name", "arguments", "_meta"}
     ):
         return method
@@ -101,15 +102,21 @@ def _only_meta(params: object) -> bool:
     return isinstance(params, Mapping) and set(params) <= {"_meta"}
 
 
-def _search_arguments(arguments: object) -> dict[str, Any] | None:
-    """``search_memory``'s arguments when each already has its declared type (so the
-    SDK would pass them on unchanged), else ``None``."""
-    if not isinstance(arguments, Mapping) or not set(arguments) <= _SEARCH_ARGUMENTS:
-        return None
-    from backtrail.mcp_server.searching import SEARCH_KINDS, SEARCH_LIMIT
+def _arguments(tool: str, arguments: object) -> dict[str, Any] | None:
+    """The whole arguments of a call of ``tool`` (defaults filled in) when each given
+    one already has its declared type, so the SDK would pass them on unchanged; else
+    ``None``."""
+    from backtrail.mcp_server.searching import FORGOTTEN_LIMIT, SEARCH_KINDS, SEARCH_LIMIT
 
-    args = {"query": None, "limit": SEARCH_LIMIT, "since": None, "until": None,
-            "domains": None, "kinds": None, "cursor": None, **arguments}  # fmt: skip
+    if tool == "search_memory":
+        defaults: dict[str, Any] = {"query": None, "limit": SEARCH_LIMIT, "since": None,
+                                    "until": None, "domains": None, "kinds": None,
+                                    "cursor": None}  # fmt: skip
+    else:
+        defaults = {"description": None, "limit": FORGOTTEN_LIMIT}
+    if not isinstance(arguments, Mapping) or not set(arguments) <= set(defaults):
+        return None
+    args = {**defaults, **arguments}
 
     def plain_int(value: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
@@ -119,6 +126,9 @@ def _search_arguments(arguments: object) -> dict[str, Any] | None:
             isinstance(v, str) and (allowed is None or v in allowed) for v in value
         )
 
+    if tool == "find_forgotten_content":
+        ok = isinstance(args["description"], str) and plain_int(args["limit"])
+        return args if ok else None
     ok = (
         isinstance(args["query"], str)
         and plain_int(args["limit"])
@@ -158,7 +168,8 @@ class EarlyAnswers:
         if method == "tools/list":
             result = self._kept_tools(opening.protocol)
         elif method == "tools/call":
-            result = self._search(message["params"].get("arguments"), opening)
+            params = message["params"]
+            result = self._call(params["name"], params.get("arguments"), opening)
         else:
             result = None
         return None if result is None else {"jsonrpc": "2.0", "id": message["id"], "result": result}
@@ -197,23 +208,24 @@ class EarlyAnswers:
         except OSError as error:  # only the next start's speed is lost
             logger.warning("could not keep the tool list in %s: %s", path.parent, error)
 
-    # ----------------------------------------------------------- search_memory
+    # --------------------------------------------------------------- tools/call
 
-    def _search(self, arguments: object, opening: Opening) -> dict[str, Any] | None:
-        args = _search_arguments({} if arguments is None else arguments)
+    def _call(self, tool: str, arguments: object, opening: Opening) -> dict[str, Any] | None:
+        args = _arguments(tool, {} if arguments is None else arguments)
         if args is None:
             return None
-        from backtrail.mcp_server.searching import search_memory
+        from backtrail.mcp_server import searching
 
+        work = searching.search_memory if tool == "search_memory" else searching.find_forgotten
         started = time.perf_counter()
         try:
-            text, data = search_memory(self._memory(), **args)
+            text, data = work(self._memory(), **args)
         except Exception as error:  # the SDK runs it again and reports it its own way
-            logger.info("early search_memory failed (%s); the SDK answers it", error)
+            logger.info("early %s failed (%s); the SDK answers it", tool, error)
             return None
         if self._call_log is not None:
             self._call_log.record(
-                client=self._client(opening), tool="search_memory", arguments=args, ok=True,
+                client=self._client(opening), tool=tool, arguments=args, ok=True,
                 outcome="ok", seconds=time.perf_counter() - started, result_chars=len(text),
                 transport="stdio",
             )  # fmt: skip

@@ -1,9 +1,8 @@
 """What the search tools do and how their answers read, without the MCP SDK.
 
 ``search_memory`` and ``find_forgotten_content`` (:mod:`backtrail.mcp_server.tools`)
-run through here, and so does the stdio runner's early answer to a ``search_memory``
-call that arrives while the SDK is still loading (:mod:`backtrail.mcp_server.early`):
-one code path, whichever answers.
+run through here, and so do the stdio runner's early answers to them while the SDK is
+still loading (:mod:`backtrail.mcp_server.early`): one code path, whichever answers.
 """
 
 from __future__ import annotations
@@ -17,12 +16,15 @@ from backtrail.errors import InvalidInput
 from backtrail.mcp_server.formatting import fact_block, iso, note_block, parse_time, web_block
 from backtrail.memory import Memory, SearchPage, SearchResult
 
-__all__ = ["MAX_SEARCH_RESULTS", "SEARCH_KINDS", "SEARCH_LIMIT", "SearchKind", "SearchOutput",
-           "bounded", "render_results", "search_answer", "search_memory"]  # fmt: skip
+__all__ = ["FORGOTTEN_LIMIT", "MAX_SEARCH_RESULTS", "SEARCH_KINDS", "SEARCH_LIMIT", "SearchKind",
+           "SearchOutput", "bounded", "find_forgotten", "render_results", "search_answer",
+           "search_memory"]  # fmt: skip
 
 MAX_SEARCH_RESULTS = 25
 SEARCH_LIMIT = 8
 """``search_memory``'s results per page unless the call says."""
+FORGOTTEN_LIMIT = 5
+"""``find_forgotten_content``'s candidates unless the call says."""
 SearchKind = Literal["page", "highlight", "note", "bookmark", "fact"]
 """The kinds ``search_memory`` may be narrowed to."""
 SEARCH_KINDS: tuple[str, ...] = get_args(SearchKind)
@@ -99,3 +101,12 @@ def search_memory(
         domains=domains, kinds=kinds, cursor=cursor,
     )  # fmt: skip
     return search_answer(query, page, f"Results for {query!r} ({page.mode} search):")
+
+
+def find_forgotten(
+    memory: Memory, description: str, *, limit: int = FORGOTTEN_LIMIT
+) -> tuple[str, SearchOutput]:
+    """The whole of the ``find_forgotten_content`` tool (blocking)."""
+    bounded(limit, "limit", MAX_SEARCH_RESULTS)
+    page = memory.find_forgotten(description, limit=limit)
+    return search_answer(description, page, f"Candidates for {description!r}:")

@@ -19,9 +19,9 @@ takes about a second, so this runner:
 After the opening answer, one thread reads the rest of the stream and queues each
 message for the SDK. While the SDK is still loading:
 
-- a ``tools/list`` or ``search_memory`` call goes to :mod:`early` first, on a thread of
-  its own, and reaches the SDK only if it is not answered there (it never reaches the
-  SDK when it is);
+- a ``tools/list``, or a call of a tool in :data:`early.EARLY_TOOLS`, goes to
+  :mod:`early` first, on a thread of its own, and reaches the SDK only if it is not
+  answered there (it never reaches the SDK when it is);
 - a ``tools/call`` of another tool that embeds a query (:data:`identity.QUERY_TOOLS`)
   starts ``warm`` (loading the embedding model) at once, so the model loads beside the
   SDK rather than after it. A server nobody searches never loads the model.

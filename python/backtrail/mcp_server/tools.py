@@ -28,12 +28,12 @@ from backtrail.mcp_server.formatting import (
     web_block,
 )
 from backtrail.mcp_server.searching import (
+    FORGOTTEN_LIMIT,
     MAX_SEARCH_RESULTS,
     SEARCH_LIMIT,
     SearchKind,
     SearchOutput,
     bounded,
-    search_answer,
 )
 from backtrail.mcp_server.server import DESTRUCTIVE, READ_ONLY, WRITES, Caller, Reply, Runtime
 from backtrail.memory import PageText, TimelineEntry
@@ -194,7 +194,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         ctx: Context,
         limit: Annotated[
             int, Field(description=f"How many candidates (1-{MAX_SEARCH_RESULTS}).")
-        ] = 5,
+        ] = FORGOTTEN_LIMIT,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Find a page, highlight or bookmark the user half-remembers from a vague
         description. Semantic similarity counts more than exact words, and pages the user
@@ -203,9 +203,10 @@ def register(server: MCPServer, rt: Runtime) -> None:
         args = {"description": description, "limit": limit}
 
         async def work(caller: Caller) -> Reply:
-            bounded(limit, "limit", MAX_SEARCH_RESULTS)
-            page = await rt.blocking(rt.memory.find_forgotten, description, limit=limit)
-            return Reply(*search_answer(description, page, f"Candidates for {description!r}:"))
+            text, data = await rt.blocking(
+                searching.find_forgotten, rt.memory, description, limit=limit
+            )
+            return Reply(text, data)
 
         return await rt.run(ctx, "find_forgotten_content", args, work)
 
