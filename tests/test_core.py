@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -301,3 +302,30 @@ def test_the_optimised_graph_is_kept_and_reused_and_a_damaged_one_is_rebuilt(
     assert (np.array(third.embed(texts)) * expected).sum(axis=1).min() > 0.9999
     assert kept.stat().st_size > 1_000_000, "the damaged graph was written again"
     assert sorted(p.name for p in cache.iterdir()) == [kept.name]  # no temporaries left
+
+
+def test_a_kept_graph_is_never_used_for_a_model_file_replaced_since(tmp_path: Path) -> None:
+    """The kept graph is found by the model file's identity: a model replaced since (here
+    a damaged copy) is read and checked again, and a new model's graph takes the old
+    one's place."""
+    files = embedding.model_files()
+    model, cache = tmp_path / "model.onnx", tmp_path / "model-cache"
+    model.write_bytes(files.model.read_bytes())
+
+    def load() -> _core.Embedder:
+        return _core.Embedder(str(files.ort_library), str(model), str(files.tokenizer),
+                              sha256=files.sha256, cache_dir=str(cache))  # fmt: skip
+
+    assert load().embed(["hello"])
+    (kept,) = cache.iterdir()
+    data = bytearray(files.model.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    model.write_bytes(bytes(data))  # same size; a file time of its own, whatever the clock
+    os.utime(model, ns=(2_000_000_000, 2_000_000_000))
+    with pytest.raises(_core.ModelError, match="sha256"):
+        load()
+    model.write_bytes(files.model.read_bytes())  # the right bytes again
+    os.utime(model, ns=(1_000_000_000, 1_000_000_000))
+    assert load().embed(["hello"])
+    (renewed,) = cache.iterdir()
+    assert renewed.name != kept.name  # the old model's graph is gone

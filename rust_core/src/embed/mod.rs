@@ -300,20 +300,14 @@ fn load_tokenizer(config: &EmbedderConfig) -> Result<Tokenizer> {
     Ok(tokenizer)
 }
 
-/// The model's sessions (after checking its sha256), from the kept optimised graph
-/// when there is one; true when the attention blocks are fused.
+/// The model's sessions, from the kept optimised graph when there is one (else from the
+/// model, after checking its sha256); true when the attention blocks are fused.
+///
+/// The kept graph is found by the model file's identity (path, size, modification time)
+/// and the expected checksum, so a load that finds it neither reads nor hashes the 23 MB
+/// model (~50 ms). The model was checked when the graph was made from it; a model file
+/// replaced since has another identity, and is read and checked again.
 fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)> {
-    let model = std::fs::read(&config.model).map_err(|e| CoreError::io(&config.model, e))?;
-    let model_sha = sha256_hex(&model);
-    if let Some(expected) = &config.sha256 {
-        let actual = &model_sha;
-        if !actual.eq_ignore_ascii_case(expected) {
-            return Err(CoreError::Model(format!(
-                "{} has sha256 {actual}, expected {expected}: the file is corrupt or a different model",
-                config.model.display()
-            )));
-        }
-    }
     init_runtime(&config.ort_library)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = if config.threads > 0 {
@@ -324,9 +318,19 @@ fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)>
     let cache = config
         .cache_dir
         .as_deref()
-        .map(|dir| GraphCache::new(dir, &model_sha, config));
+        .map(|dir| GraphCache::new(dir, config));
     if let Some(loaded) = cache.as_ref().and_then(|c| c.load(config, threads)) {
         return Ok(loaded);
+    }
+    let model = std::fs::read(&config.model).map_err(|e| CoreError::io(&config.model, e))?;
+    if let Some(expected) = &config.sha256 {
+        let actual = sha256_hex(&model);
+        if !actual.eq_ignore_ascii_case(expected) {
+            return Err(CoreError::Model(format!(
+                "{} has sha256 {actual}, expected {expected}: the file is corrupt or a different model",
+                config.model.display()
+            )));
+        }
     }
     let fused = if config.fuse_attention {
         fuse::fuse_attention(&model).unwrap_or(None)
@@ -345,30 +349,64 @@ fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)>
             new_session(graph, threads, save).map(Mutex::new)
         })
         .collect::<Result<Vec<_>>>()?;
+    if let Some(cache) = &cache {
+        cache.forget_others();
+    }
     Ok((sessions, fused.is_some()))
 }
 
 /// onnxruntime's optimised graph of one model, kept on disk between loads.
 struct GraphCache {
-    /// `<dir>/minilm-<model sha>-<onnxruntime identity>`, completed by
+    /// `<dir>/minilm-<model identity>-<onnxruntime identity>`, completed by
     /// [`GraphCache::path`].
     stem: PathBuf,
 }
 
 impl GraphCache {
-    fn new(dir: &Path, model_sha: &str, config: &EmbedderConfig) -> GraphCache {
+    fn new(dir: &Path, config: &EmbedderConfig) -> GraphCache {
+        let identity = |path: &Path| {
+            std::fs::metadata(path).map_or((0, 0), |m| {
+                let mtime = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                (m.len(), mtime)
+            })
+        };
         // A new onnxruntime may optimise differently (or not read an older graph).
-        let runtime = std::fs::metadata(&config.ort_library).map_or(0, |m| {
-            let mtime = m
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
-            m.len() ^ mtime.rotate_left(32)
-        });
-        let sha = &model_sha[..16.min(model_sha.len())];
+        let (size, mtime) = identity(&config.ort_library);
+        let runtime = size ^ ((mtime / 1_000_000_000) as u64).rotate_left(32);
+        let (size, mtime) = identity(&config.model);
+        let model = sha256_hex(
+            format!(
+                "{}\0{size}\0{mtime}\0{}",
+                config.model.display(),
+                config.sha256.as_deref().unwrap_or("")
+            )
+            .as_bytes(),
+        );
         GraphCache {
-            stem: dir.join(format!("minilm-{sha}-{runtime:016x}")),
+            stem: dir.join(format!("minilm-{}-{runtime:016x}", &model[..16])),
+        }
+    }
+
+    /// Removes the graphs kept for other models or runtimes (90 MB each): after an
+    /// upgrade nothing would ever read them again.
+    fn forget_others(&self) {
+        let (Some(dir), Some(stem)) = (self.stem.parent(), self.stem.file_name()) else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let stem = stem.to_string_lossy();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("minilm-") && name.ends_with(".onnx") && !name.starts_with(&*stem) {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
 
