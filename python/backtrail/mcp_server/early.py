@@ -51,10 +51,11 @@ EARLY_PROTOCOL_VERSIONS = ("2025-06-18", "2025-11-25")
 """Handshake versions whose ``tools/call`` results carry ``structuredContent`` the way
 this module writes them."""
 
-_KEEP_SECONDS = 30 * 86400
-"""Kept tool lists nobody has written for this long are removed."""
 EARLY_TOOLS = ("search_memory", "find_forgotten_content")
 """The tools a call of which may be answered before the SDK is ready."""
+
+_KEEP_SECONDS = 30 * 86400
+"""Kept tool lists nobody has written for this long are removed."""
 
 
 @dataclass(frozen=True)
