@@ -186,24 +186,24 @@ class _Reader:
         return line
 
 
-def _tools_request(line: bytes) -> dict[str, Any] | None:
-    """The request on ``line`` when :mod:`early` might answer it."""
-    if b"tools/" not in line:
+def _parsed(line: bytes, marker: bytes) -> Any:
+    """The JSON on ``line`` if it holds ``marker`` (a cheap test before parsing)."""
+    if marker not in line:
         return None
     try:
-        message = json.loads(line)
+        return json.loads(line)
     except ValueError:
         return None
+
+
+def _tools_request(line: bytes) -> dict[str, Any] | None:
+    """The request on ``line`` when :mod:`early` might answer it."""
+    message = _parsed(line, b"tools/")
     return message if early_method(message) is not None else None
 
 
 def _calls_query_tool(line: bytes) -> bool:
-    if b"tools/call" not in line:
-        return False
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return False
+    message = _parsed(line, b"tools/call")
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return False
     params = message.get("params")

@@ -960,6 +960,23 @@ mod tests {
         }
     }
 
+    /// `got` ranks like `want`: the same scores (up to the summation order of another
+    /// WAND path) and the same documents, apart from ties at the cut.
+    fn assert_same_top(got: &[(Score, DocAddress)], want: &[(Score, DocAddress)], what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g.0 - w.0).abs() < 1e-4, "{what}: {got:?} vs {want:?}");
+        }
+        let cut = want.last().map_or(0.0, |w| w.0);
+        let above = |v: &[(Score, DocAddress)]| {
+            let mut a: Vec<DocAddress> =
+                v.iter().filter(|h| h.0 > cut + 1e-4).map(|h| h.1).collect();
+            a.sort();
+            a
+        };
+        assert_eq!(above(got), above(want), "{what}");
+    }
+
     #[test]
     fn a_threshold_shared_by_the_segments_finds_what_tantivy_finds() {
         let dir = tempfile::tempdir().unwrap();
@@ -999,20 +1016,7 @@ mod tests {
                         .search(query, &TopDocs::with_limit(n).order_by_score())
                         .unwrap();
                     let got = top_by_score(&snap.searcher, query, n).unwrap();
-                    // Equal scores, up to the summation order of another WAND path.
-                    assert_eq!(got.len(), want.len(), "{q:?} n={n}");
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!((g.0 - w.0).abs() < 1e-4, "{q:?} n={n}: {got:?} vs {want:?}");
-                    }
-                    // The same documents, apart from ties at the cut.
-                    let cut = want.last().map_or(0.0, |w| w.0);
-                    let above = |v: &[(Score, DocAddress)]| {
-                        let mut a: Vec<DocAddress> =
-                            v.iter().filter(|h| h.0 > cut + 1e-4).map(|h| h.1).collect();
-                        a.sort();
-                        a
-                    };
-                    assert_eq!(above(&got), above(&want), "{q:?} n={n}");
+                    assert_same_top(&got, &want, &format!("{q:?} n={n}"));
                     assert!(
                         got.windows(2)
                             .all(|p| p[0].0 > p[1].0 || (p[0].0 == p[1].0 && p[0].1 < p[1].1)),
@@ -1084,19 +1088,7 @@ mod tests {
                     let got = index
                         .text_top(&snap, &parsed, &*full, hit_filter.as_ref(), n, &opts)
                         .unwrap();
-                    assert_eq!(got.len(), want.len(), "{q:?} n={n}");
-                    for (g, w) in got.iter().zip(&want) {
-                        assert!((g.0 - w.0).abs() < 1e-4, "{q:?} n={n}: {got:?} vs {want:?}");
-                    }
-                    // Same documents, apart from ties at the cut.
-                    let cut = want.last().map_or(0.0, |w| w.0);
-                    let above = |v: &[(Score, DocAddress)]| {
-                        let mut a: Vec<DocAddress> =
-                            v.iter().filter(|h| h.0 > cut + 1e-4).map(|h| h.1).collect();
-                        a.sort();
-                        a
-                    };
-                    assert_eq!(above(&got), above(&want), "{q:?} n={n}");
+                    assert_same_top(&got, &want, &format!("{q:?} n={n}"));
                     compared += want.len();
                 }
             }
