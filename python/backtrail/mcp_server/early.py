@@ -80,10 +80,7 @@ class Opening:
 def early_method(message: object) -> str | None:
     """``tools/list`` or ``tools/call`` when ``message`` is a request this module might
     answer (decided for certain by :meth:`EarlyAnswers.answer`), else ``None``."""
-    if not isinstance(message, Mapping) or message.get("jsonrpc") != "2.0":
-        return None
-    ident = message.get("id")
-    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+    if not identity.is_request(message):
         return None
     method = message.get("method")
     params = message.get("params")
@@ -238,9 +235,7 @@ class EarlyAnswers:
 
     def _client(self, opening: Opening) -> str:
         """Who the call log names (as :meth:`server.Runtime.caller` does)."""
-        if self._settings.client_id:
-            return self._settings.client_id
-        return f"mcp:{identity.clean_label(opening.client_name)}" if opening.client_name else "mcp"
+        return self._settings.client_id or identity.client_label(opening.client_name)
 
 
 def _fingerprint(settings: McpSettings) -> str:

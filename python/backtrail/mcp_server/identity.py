@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from backtrail import __version__
 
@@ -62,6 +62,20 @@ def clean_label(value: str) -> str:
     return label or "unknown"
 
 
+def client_label(client_name: str | None) -> str:
+    """The name a stdio or HTTP client without an assigned identity is recorded under:
+    ``mcp:<its clientInfo name>``, or ``mcp`` when it gave none."""
+    return f"mcp:{clean_label(client_name)}" if client_name else "mcp"
+
+
+def is_request(message: object) -> TypeGuard[Mapping[str, Any]]:
+    """True when ``message`` is a JSON-RPC 2.0 message with a string or integer id."""
+    if not isinstance(message, Mapping) or message.get("jsonrpc") != "2.0":
+        return False
+    ident = message.get("id")
+    return isinstance(ident, (str, int)) and not isinstance(ident, bool)
+
+
 def server_info() -> dict[str, Any]:
     return {"name": SERVER_NAME, "title": SERVER_TITLE, "version": SERVER_VERSION}
 
@@ -104,11 +118,9 @@ def opening_answer(message: object) -> dict[str, Any] | None:
     """The JSON-RPC response to ``message`` when it is a well-formed opening request
     this module can answer exactly as the SDK would; ``None`` leaves it to the SDK
     (anything unusual, including every error case)."""
-    if not isinstance(message, Mapping) or message.get("jsonrpc") != "2.0":
+    if not is_request(message):
         return None
-    ident = message.get("id")
-    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
-        return None
+    ident = message["id"]
     params = message.get("params")
     if not isinstance(params, Mapping):
         return None

@@ -151,8 +151,7 @@ class Runtime:
                 name = params.client_info.name
         except (AttributeError, ValueError):
             name = None
-        client = f"mcp:{identity.clean_label(name)}" if name else "mcp"
-        return Caller(client, scope, False, transport)
+        return Caller(identity.client_label(name), scope, False, transport)
 
     def writer_for(self, caller: Caller, client_id: str | None) -> str:
         """The client a write is attributed to: the ``client_id`` argument (as in

@@ -910,6 +910,17 @@ mod tests {
     use crate::doc::{Document, Kind};
     use crate::index::{Op, OpenOptions};
 
+    /// Queries over [`corpus`]'s vocabulary: common and rare words, runs in order.
+    const QUERIES: [&str; 7] = [
+        "w1 w2",
+        "w3 w1 w7",
+        "w0 w1 w2 w3",
+        "w12 w30 w2 w5 w1",
+        "w38 w39",
+        "w2",
+        "w5 w6 w7 w8 w9 w10",
+    ];
+
     /// Pseudo-random documents over a small vocabulary, some holding word runs in order.
     fn corpus(index: &Index) {
         corpus_in(index, 1);
@@ -996,14 +1007,7 @@ mod tests {
             .any(|r| r.alive_bitset().is_some()));
         let opts = SearchOptions::default();
         let mut compared = 0;
-        for q in [
-            "w1 w2",
-            "w3 w1 w7",
-            "w0 w1 w2 w3",
-            "w12 w30 w2 w5 w1",
-            "w38 w39",
-            "w2",
-        ] {
+        for q in &QUERIES[..6] {
             let parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
             let words = parsed.words_query(&index.fields, opts.title_boost).unwrap();
             let full = parsed
@@ -1055,17 +1059,8 @@ mod tests {
             since: Some(3000),
             ..Filters::default()
         };
-        let queries = [
-            "w1 w2",
-            "w3 w1 w7",
-            "w0 w1 w2 w3",
-            "w12 w30 w2 w5 w1",
-            "w38 w39",
-            "w2",
-            "w5 w6 w7 w8 w9 w10",
-        ];
         let mut compared = 0;
-        for q in queries {
+        for q in QUERIES {
             let parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
             let full = parsed
                 .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
