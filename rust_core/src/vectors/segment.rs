@@ -1,4 +1,5 @@
-//! One immutable vector segment: a usearch HNSW file plus a sorted `(key, stamp)` sidecar.
+//! One immutable vector segment: a usearch HNSW file plus a sorted `(key, stamp)` sidecar
+//! that also holds the segment's near-duplicate groups ([`super::groups`]).
 //!
 //! A segment is written once (temporary name, fsync, rename) and then only memory-mapped
 //! (`view`), so any number of processes can read it while a writer publishes newer
@@ -9,7 +10,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
 
 use memmap2::Mmap;
@@ -19,9 +20,15 @@ use crate::error::{CoreError, Result};
 use crate::fsutil;
 use crate::manifest::{IndexConfig, Quantization, SegmentMeta};
 
+use super::groups::{self, Encoding, Groups, Probe, Slot};
+
 const MAGIC: &[u8; 4] = b"BTVK";
 const HEADER: usize = 16;
 const ENTRY: usize = 16;
+/// Key files of version 1 have no groups: their graph links every vector, by key.
+const UNGROUPED: u32 = 1;
+/// Key files of version 2 carry the groups; their graph links representatives by group.
+const GROUPED: u32 = 2;
 
 /// A vector to be written: document id, the stamp of the commit that computed it, and
 /// the unit-length vector.
@@ -50,6 +57,7 @@ pub struct Segment {
     expansion_search: usize,
     keys: Mmap,
     count: usize,
+    groups: Option<Groups>,
 }
 
 /// Paths of a segment's two files.
@@ -104,28 +112,9 @@ impl Segment {
             .min(8);
         let hnsw = HnswIndex::new(&options(config))?;
         hnsw.reserve_capacity_and_threads(entries.len().max(1), threads)?;
-        let chunk = entries.len().div_ceil(threads).max(1);
-        let insert = |part: &[Entry<'_>]| -> Result<()> {
-            for group in part.chunks(256) {
-                if cancel.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                group.iter().try_for_each(|e| hnsw.add(e.key, e.vector))?;
-            }
-            Ok(())
-        };
-        std::thread::scope(|s| {
-            let workers: Vec<_> = entries
-                .chunks(chunk)
-                .map(|part| s.spawn(|| insert(part)))
-                .collect();
-            workers
-                .into_iter()
-                .try_for_each(|w| w.join().expect("vector insert thread panicked"))
-        })?;
-        if cancel.load(Ordering::Relaxed) {
+        let Some(assigned) = groups::assign(&hnsw, entries, threads, cancel)? else {
             return Ok(None);
-        }
+        };
         let tmp = fsutil::tmp_path(&graph_path);
         hnsw.save(
             tmp.to_str()
@@ -134,19 +123,21 @@ impl Segment {
         fsutil::sync_file(&tmp)?;
         fsutil::publish(&tmp, &graph_path)?;
 
-        let mut sorted: Vec<(u64, u64)> = entries.iter().map(|e| (e.key, e.stamp)).collect();
-        sorted.sort_unstable();
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_unstable_by_key(|&i| entries[i].key);
         let tmp = fsutil::tmp_path(&keys_path);
         let file = File::create(&tmp).map_err(|e| CoreError::io(&tmp, e))?;
         let mut w = BufWriter::new(file);
         let write = |w: &mut BufWriter<File>| -> std::io::Result<()> {
             w.write_all(MAGIC)?;
-            w.write_all(&1u32.to_le_bytes())?;
-            w.write_all(&(sorted.len() as u64).to_le_bytes())?;
-            for (k, s) in &sorted {
-                w.write_all(&k.to_le_bytes())?;
-                w.write_all(&s.to_le_bytes())?;
+            w.write_all(&GROUPED.to_le_bytes())?;
+            w.write_all(&(order.len() as u64).to_le_bytes())?;
+            for &i in &order {
+                w.write_all(&entries[i].key.to_le_bytes())?;
+                w.write_all(&entries[i].stamp.to_le_bytes())?;
             }
+            let encoding = Encoding::for_quantization(config.quantization);
+            groups::write(w, entries, &order, &assigned, encoding, config.dimensions)?;
             w.flush()?;
             w.get_ref().sync_all()
         };
@@ -171,13 +162,24 @@ impl Segment {
         if keys.len() < HEADER || &keys[..4] != MAGIC {
             return Err(corrupt("not a Backtrail vector key file".into()));
         }
+        let version = u32::from_le_bytes(keys[4..8].try_into().expect("4 bytes"));
         let count = u64::from_le_bytes(keys[8..16].try_into().expect("8 bytes")) as usize;
-        if keys.len() != HEADER + count * ENTRY {
-            return Err(corrupt(format!(
-                "expected {count} entries, file has {} bytes",
-                keys.len()
-            )));
-        }
+        let table_end = count
+            .checked_mul(ENTRY)
+            .and_then(|n| n.checked_add(HEADER))
+            .filter(|&end| end <= keys.len())
+            .ok_or_else(|| corrupt(format!("{count} entries do not fit in the file")))?;
+        let groups = match version {
+            UNGROUPED if keys.len() == table_end => None,
+            UNGROUPED => {
+                return Err(corrupt(format!(
+                    "expected {count} entries, file has {} bytes",
+                    keys.len()
+                )))
+            }
+            GROUPED => Some(Groups::parse(&keys, table_end, count).map_err(corrupt)?),
+            other => return Err(corrupt(format!("unknown key file version {other}"))),
+        };
         let file = File::open(&graph_path).map_err(|e| CoreError::io(&graph_path, e))?;
         // SAFETY: as above, published files are never modified.
         let graph = unsafe { Mmap::map(&file) }.map_err(|e| CoreError::io(&graph_path, e))?;
@@ -190,6 +192,7 @@ impl Segment {
             expansion_search,
             keys,
             count,
+            groups,
         })
     }
 
@@ -220,6 +223,12 @@ impl Segment {
         self.count
     }
 
+    /// Nodes of the graph: groups of near-copies, or every vector in a segment written
+    /// before groups existed.
+    pub fn graph_nodes(&self) -> usize {
+        self.groups.map_or(self.count, |g| g.len())
+    }
+
     /// True if the segment holds no vectors.
     pub fn is_empty(&self) -> bool {
         self.count == 0
@@ -234,12 +243,16 @@ impl Segment {
 
     /// The stamp of `key`'s vector in this segment, if it has one.
     pub fn stamp_of(&self, key: u64) -> Option<u64> {
+        self.rank_of(key).map(|rank| self.entry(rank).1)
+    }
+
+    /// Where `key` is in the key table.
+    fn rank_of(&self, key: u64) -> Option<usize> {
         let (mut lo, mut hi) = (0, self.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let (k, s) = self.entry(mid);
-            match k.cmp(&key) {
-                std::cmp::Ordering::Equal => return Some(s),
+            match self.entry(mid).0.cmp(&key) {
+                std::cmp::Ordering::Equal => return Some(mid),
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
             }
@@ -252,7 +265,9 @@ impl Segment {
         (0..self.count).map(|i| self.entry(i))
     }
 
-    /// Approximate nearest neighbours: `(key, cosine similarity)`, best first.
+    /// Approximate nearest neighbours: `(key, cosine similarity)`, best first. A grouped
+    /// segment visits the `count` nearest groups (so at least `count` vectors) and scores
+    /// every member of each.
     pub fn search(&self, query: &[f32], count: usize, expansion: usize) -> Result<Vec<(u64, f32)>> {
         if self.count == 0 {
             return Ok(Vec::new());
@@ -261,12 +276,13 @@ impl Segment {
         if expansion > 0 && expansion != hnsw.expansion_search() {
             hnsw.change_expansion_search(expansion);
         }
-        let m = hnsw.search(query, count)?;
-        Ok(m.keys
-            .into_iter()
-            .zip(m.distances)
-            .map(|(k, d)| (k, 1.0 - d))
-            .collect())
+        match &self.groups {
+            None => Ok(similarities(hnsw.search(query, count)?)),
+            Some(g) => {
+                let found = hnsw.search(query, count.min(g.len()))?;
+                self.members_of(g, query, similarities(found), count, |_| true)
+            }
+        }
     }
 
     /// Like [`Segment::search`], visiting only keys `allow` accepts.
@@ -279,18 +295,81 @@ impl Segment {
         if self.count == 0 {
             return Ok(Vec::new());
         }
-        let m = self.hnsw()?.filtered_search(query, count, allow)?;
-        Ok(m.keys
-            .into_iter()
-            .zip(m.distances)
-            .map(|(k, d)| (k, 1.0 - d))
-            .collect())
+        let hnsw = self.hnsw()?;
+        match &self.groups {
+            None => Ok(similarities(hnsw.filtered_search(query, count, allow)?)),
+            Some(g) => {
+                // A group is visited if any of its members is allowed.
+                let any_allowed = |group: u64| {
+                    g.members(&self.keys, group)
+                        .is_ok_and(|mut m| m.any(|(_, rank)| allow(self.entry(rank).0)))
+                };
+                let found = hnsw.filtered_search(query, count.min(g.len()), any_allowed)?;
+                self.members_of(g, query, similarities(found), count, allow)
+            }
+        }
+    }
+
+    /// The best `count` members (that `allow` accepts) of the groups `found`, each
+    /// representative with the graph's similarity, the others scored alike.
+    fn members_of(
+        &self,
+        g: &Groups,
+        query: &[f32],
+        found: Vec<(u64, f32)>,
+        count: usize,
+        allow: impl Fn(u64) -> bool,
+    ) -> Result<Vec<(u64, f32)>> {
+        let corrupt = |reason: String| CoreError::IndexCorrupt {
+            path: self.graph_path.with_extension("keys"),
+            reason,
+        };
+        let probe = Probe::new(g.encoding(), query);
+        let mut out = Vec::new();
+        for (group, rep_sim) in found {
+            let members = g.members(&self.keys, group).map_err(corrupt)?;
+            for (i, (p, rank)) in members.enumerate() {
+                let key = self.entry(rank).0;
+                if !allow(key) {
+                    continue;
+                }
+                let sim = if i == 0 {
+                    rep_sim
+                } else {
+                    let v = g.member_vector(&self.keys, group, p);
+                    probe.similarity(v.ok_or_else(|| corrupt(MISSING.into()))?)
+                };
+                out.push((key, sim));
+            }
+        }
+        out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(count);
+        Ok(out)
     }
 
     /// The stored (dequantised) vector of `key`.
     pub fn get(&self, key: u64, dim: usize) -> Result<Option<Vec<f32>>> {
+        let graph_key = match &self.groups {
+            None => key,
+            Some(g) => match self.rank_of(key).and_then(|rank| g.slot(&self.keys, rank)) {
+                None => return Ok(None),
+                Some(Slot::Stored(slot)) => return Ok(g.decode(&self.keys, slot)),
+                Some(Slot::Rep(group)) => group,
+            },
+        };
         let mut buf = vec![0f32; dim];
-        let found = self.hnsw()?.get(key, &mut buf)?;
+        let found = self.hnsw()?.get(graph_key, &mut buf)?;
         Ok((found > 0).then_some(buf))
     }
+}
+
+const MISSING: &str = "a group member's vector is missing";
+
+/// `(key, similarity)` of usearch's matches.
+fn similarities(m: usearch::ffi::Matches) -> Vec<(u64, f32)> {
+    m.keys
+        .into_iter()
+        .zip(m.distances)
+        .map(|(k, d)| (k, 1.0 - d))
+        .collect()
 }
