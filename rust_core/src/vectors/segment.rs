@@ -266,8 +266,8 @@ impl Segment {
     }
 
     /// Approximate nearest neighbours: `(key, cosine similarity)`, best first. A grouped
-    /// segment visits the `count` nearest groups (so at least `count` vectors) and scores
-    /// every member of each.
+    /// segment finds the `count` nearest groups and scores every member of the nearest
+    /// ones, at least [`GROUPS_ALWAYS_VISITED`] and enough for `count` vectors.
     pub fn search(&self, query: &[f32], count: usize, expansion: usize) -> Result<Vec<(u64, f32)>> {
         if self.count == 0 {
             return Ok(Vec::new());
@@ -310,8 +310,9 @@ impl Segment {
         }
     }
 
-    /// The best `count` members (that `allow` accepts) of the groups `found`, each
-    /// representative with the graph's similarity, the others scored alike.
+    /// The best `count` members (that `allow` accepts) of the groups `found` (nearest
+    /// first), each representative with the graph's similarity, the others scored alike.
+    /// Groups are visited until [`GROUPS_ALWAYS_VISITED`] are and `count` members are found.
     fn members_of(
         &self,
         g: &Groups,
@@ -326,7 +327,10 @@ impl Segment {
         };
         let probe = Probe::new(g.encoding(), query);
         let mut out = Vec::new();
-        for (group, rep_sim) in found {
+        for (visited, (group, rep_sim)) in found.into_iter().enumerate() {
+            if visited >= GROUPS_ALWAYS_VISITED && out.len() >= count {
+                break;
+            }
             let members = g.members(&self.keys, group).map_err(corrupt)?;
             for (i, (p, rank)) in members.enumerate() {
                 let key = self.entry(rank).0;
@@ -362,6 +366,12 @@ impl Segment {
         Ok((found > 0).then_some(buf))
     }
 }
+
+/// Groups a search scores before it may stop: near-copies of a text rank close together,
+/// so the best members can sit in groups whose representatives rank a little lower. At 1M
+/// passages of ~60 copies each, scoring 11 groups for 23 hits found 0.9715 of the exact
+/// top 10 and 62 groups 0.9717 (expansion 128).
+const GROUPS_ALWAYS_VISITED: usize = 16;
 
 const MISSING: &str = "a group member's vector is missing";
 
