@@ -198,8 +198,8 @@ pub struct Assignment {
 /// (up to BATCH² / 2 comparisons).
 const BATCH: usize = 128;
 
-/// Groups `entries` (on `threads` threads), adding each new representative to `hnsw`
-/// under its group id. Returns `None` soon after `cancel` is set.
+/// Groups `entries` (searching on `threads` threads), adding each new representative to
+/// `hnsw` under its group id. Returns `None` soon after `cancel` is set.
 ///
 /// An entry joins the group of the nearest representative the graph finds (or else of the
 /// first new representative of its batch) whose cosine with it, in f32, is at least
@@ -257,18 +257,11 @@ pub fn assign(
                 }
             });
         }
-        let part = new_reps.len().div_ceil(threads).max(1);
-        std::thread::scope(|s| {
-            let workers: Vec<_> = new_reps
-                .chunks(part)
-                .map(|p| {
-                    s.spawn(move || p.iter().try_for_each(|(g, v)| hnsw.add(u64::from(*g), v)))
-                })
-                .collect();
-            workers
-                .into_iter()
-                .try_for_each(|w| w.join().expect("vector insert thread panicked"))
-        })?;
+        // One at a time: usearch's concurrent inserts can leave a node no search reaches
+        // (unum-cloud/USearch#735), and an unreachable representative hides its group.
+        for (g, v) in new_reps {
+            hnsw.add(u64::from(g), v)?;
+        }
     }
     Ok(Some(out))
 }
