@@ -160,15 +160,7 @@ mod tests {
     fn a_written_segment_maps_back_with_keys_stamps_and_vectors() {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=50).map(unit).collect();
-        let entries: Vec<Entry> = vecs
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Entry {
-                key: 100 + i as u64,
-                stamp: 7,
-                vector: v,
-            })
-            .collect();
+        let entries = numbered(&vecs, 100, 7);
         let meta = Segment::write(dir.path(), 3, &entries, &config(Quantization::F32)).unwrap();
         assert_eq!(meta, SegmentMeta { id: 3, count: 50 });
         let seg = Segment::open(dir.path(), 3, 64).unwrap();
@@ -182,6 +174,18 @@ mod tests {
         assert!(cosine(&back, &vecs[10]) > 0.9999);
         let only_even = seg.filtered_search(&vecs[11], 5, |k| k % 2 == 0).unwrap();
         assert!(only_even.iter().all(|(k, _)| k % 2 == 0));
+    }
+
+    /// `vecs` as entries keyed `first`, `first + 1`, ... and stamped `stamp`.
+    fn numbered(vecs: &[Vec<f32>], first: u64, stamp: u64) -> Vec<Entry<'_>> {
+        vecs.iter()
+            .enumerate()
+            .map(|(i, v)| Entry {
+                key: first + i as u64,
+                stamp,
+                vector: v,
+            })
+            .collect()
     }
 
     /// Keys of the `k` vectors nearest to `q` by exact cosine, among those `allow` accepts.
@@ -262,15 +266,7 @@ mod tests {
     fn distinct_vectors_each_get_a_node() {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=200).map(unit).collect();
-        let entries: Vec<Entry> = vecs
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Entry {
-                key: i as u64,
-                stamp: 1,
-                vector: v,
-            })
-            .collect();
+        let entries = numbered(&vecs, 0, 1);
         Segment::write(dir.path(), 2, &entries, &config(Quantization::I8)).unwrap();
         let seg = Segment::open(dir.path(), 2, 64).unwrap();
         // Random 8-dimensional vectors are rarely 0.95 alike: nearly one group each.
@@ -331,15 +327,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = unit(3);
         let vecs: Vec<Vec<f32>> = (0..12).map(|i| near(&base, i, 0.02)).collect();
-        let entries: Vec<Entry> = vecs
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Entry {
-                key: i as u64,
-                stamp: 1,
-                vector: v,
-            })
-            .collect();
+        let entries = numbered(&vecs, 0, 1);
         Segment::write(dir.path(), 6, &entries, &config(Quantization::I8)).unwrap();
         let (_, keys) = segment::paths(dir.path(), 6);
         let mut bytes = std::fs::read(&keys).unwrap();
@@ -358,15 +346,7 @@ mod tests {
     fn an_opened_segment_is_searched_after_a_writer_deleted_its_files() {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=40).map(unit).collect();
-        let entries: Vec<Entry> = vecs
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Entry {
-                key: i as u64,
-                stamp: 1,
-                vector: v,
-            })
-            .collect();
+        let entries = numbered(&vecs, 0, 1);
         Segment::write(dir.path(), 9, &entries, &config(Quantization::I8)).unwrap();
         let seg = Segment::open(dir.path(), 9, 64).unwrap();
         // The graph is viewed lazily, on the first search: after the files are gone
