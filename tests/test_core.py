@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -281,6 +282,13 @@ def test_a_model_without_the_expected_attention_pattern_loads_unfused(tmp_path: 
         _core.Embedder(str(files.ort_library), str(garbage), str(files.tokenizer))
 
 
+def _kept(cache: Path) -> tuple[Path, Path]:
+    """The kept graph and the weights file beside it (there must be one of each)."""
+    (graph,) = cache.glob("*-split.onnx")
+    (weights,) = cache.glob("*.weights")
+    return graph, weights
+
+
 def test_the_optimised_graph_is_kept_and_reused_and_a_damaged_one_is_rebuilt(
     tmp_path: Path, embedder: _core.Embedder
 ) -> None:
@@ -288,20 +296,50 @@ def test_the_optimised_graph_is_kept_and_reused_and_a_damaged_one_is_rebuilt(
     texts = TEXTS[:6] + ["a much longer text " * 30]
     expected = np.array(embedder.embed(texts))  # loaded without a cache
 
-    first = embedding.load_embedder(cache_dir=cache)
-    (kept,) = list(cache.iterdir())
-    assert kept.name.endswith("-fused.onnx") and first.fused
-    stamp = kept.stat().st_mtime_ns
-    second = embedding.load_embedder(cache_dir=cache)  # from the kept graph
-    assert second.fused and kept.stat().st_mtime_ns == stamp
-    for loaded in (first, second):
-        assert (np.array(loaded.embed(texts)) * expected).sum(axis=1).min() > 0.9999
+    def same_vectors(loaded: _core.Embedder) -> bool:
+        return bool((np.array(loaded.embed(texts)) * expected).sum(axis=1).min() > 0.9999)
 
-    kept.write_bytes(b"not an onnx graph")
-    third = embedding.load_embedder(cache_dir=cache)
-    assert (np.array(third.embed(texts)) * expected).sum(axis=1).min() > 0.9999
-    assert kept.stat().st_size > 1_000_000, "the damaged graph was written again"
-    assert sorted(p.name for p in cache.iterdir()) == [kept.name]  # no temporaries left
+    first = embedding.load_embedder(cache_dir=cache)
+    graph, weights = _kept(cache)
+    assert graph.name.endswith("-fused-split.onnx") and first.fused
+    assert graph.stat().st_size < 1_000_000 < weights.stat().st_size  # the weights apart
+    assert sorted(p.name for p in cache.iterdir()) == sorted([graph.name, weights.name])
+    stamps = graph.stat().st_mtime_ns, weights.stat().st_mtime_ns
+    second = embedding.load_embedder(cache_dir=cache)  # from the kept graph
+    assert second.fused and (graph.stat().st_mtime_ns, weights.stat().st_mtime_ns) == stamps
+    if sys.platform == "linux":  # onnxruntime maps the weights instead of reading them
+        assert str(weights) in Path("/proc/self/maps").read_text()
+    assert same_vectors(first) and same_vectors(second)
+
+    # Short weights (a disk that filled up, say): the graph cannot load and is rebuilt.
+    with weights.open("r+b") as f:
+        f.truncate(weights.stat().st_size // 2)
+    assert same_vectors(embedding.load_embedder(cache_dir=cache))
+    graph, renewed = _kept(cache)
+    assert renewed.name != weights.name and renewed.stat().st_size > 1_000_000
+
+    # Missing weights: the same.
+    renewed.unlink()
+    assert same_vectors(embedding.load_embedder(cache_dir=cache))
+    graph, weights = _kept(cache)
+
+    # A damaged graph names no weights: it is rebuilt, and its weights are left while they
+    # are young (a writer in another process could be about to publish them), then removed.
+    graph.write_bytes(b"not an onnx graph")
+    assert same_vectors(embedding.load_embedder(cache_dir=cache))
+    assert graph.stat().st_size > 1_000, "the damaged graph was written again"
+    stray = weights
+    assert stray.exists() and len(list(cache.glob("*.weights"))) == 2
+    os.utime(stray, (0, 0))
+    assert same_vectors(embedding.load_embedder(cache_dir=cache))
+    assert not stray.exists()
+    graph, weights = _kept(cache)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([graph.name, weights.name])
+
+    # A graph kept by an earlier Backtrail (weights inline) is replaced once a new one is.
+    (cache / graph.name.replace("-split.onnx", ".onnx")).write_bytes(b"one-file graph")
+    embedding.load_embedder(cache_dir=cache)
+    assert sorted(p.name for p in cache.iterdir()) == sorted([graph.name, weights.name])
 
 
 def test_a_kept_graph_is_never_used_for_a_model_file_replaced_since(tmp_path: Path) -> None:
@@ -317,7 +355,7 @@ def test_a_kept_graph_is_never_used_for_a_model_file_replaced_since(tmp_path: Pa
                               sha256=files.sha256, cache_dir=str(cache))  # fmt: skip
 
     assert load().embed(["hello"])
-    (kept,) = cache.iterdir()
+    kept, _ = _kept(cache)
     data = bytearray(files.model.read_bytes())
     data[len(data) // 2] ^= 0xFF
     model.write_bytes(bytes(data))  # same size; a file time of its own, whatever the clock
@@ -327,5 +365,5 @@ def test_a_kept_graph_is_never_used_for_a_model_file_replaced_since(tmp_path: Pa
     model.write_bytes(files.model.read_bytes())  # the right bytes again
     os.utime(model, ns=(1_000_000_000, 1_000_000_000))
     assert load().embed(["hello"])
-    (renewed,) = cache.iterdir()
-    assert renewed.name != kept.name  # the old model's graph is gone
+    renewed, _ = _kept(cache)  # the old model's graph and weights are gone
+    assert renewed.name != kept.name

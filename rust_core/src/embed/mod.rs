@@ -22,7 +22,10 @@ use crate::error::{CoreError, Result};
 use crate::DIM;
 
 mod fuse;
+mod kept;
 mod proto;
+
+use kept::{GraphCache, Save};
 
 /// How to load the model.
 #[derive(Debug, Clone)]
@@ -47,9 +50,10 @@ pub struct EmbedderConfig {
     /// the expected shape (see `fuse.rs`).
     pub fuse_attention: bool,
     /// Directory for onnxruntime's optimised graph of this model, so later loads skip the
-    /// attention rewrite and most of the graph optimiser (about half the load time). The
-    /// file's name carries the model's sha256 and the onnxruntime library's identity; an
-    /// unreadable one is rebuilt.
+    /// attention rewrite and the graph optimiser and map the weights instead of reading
+    /// them (a quarter of the load time, half the memory; `kept.rs`). The files' names
+    /// carry the model's identity and the onnxruntime library's; an unusable graph is
+    /// rebuilt.
     pub cache_dir: Option<PathBuf>,
 }
 
@@ -338,10 +342,10 @@ fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)>
         None
     };
     let graph = fused.as_deref().unwrap_or(&model);
-    let save = cache.as_ref().map(|c| c.path(fused.is_some()));
+    let save = cache.as_ref().map(|c| c.save(fused.is_some()));
     let sessions = (0..config.sessions)
         .map(|i| {
-            let save = if i == 0 { save.as_deref() } else { None };
+            let save = if i == 0 { save.as_ref() } else { None };
             let graph = Graph::Bytes {
                 graph,
                 model: &config.model,
@@ -355,108 +359,19 @@ fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)>
     Ok((sessions, fused.is_some()))
 }
 
-/// onnxruntime's optimised graph of one model, kept on disk between loads.
-struct GraphCache {
-    /// `<dir>/minilm-<model identity>-<onnxruntime identity>`, completed by
-    /// [`GraphCache::path`].
-    stem: PathBuf,
-}
-
-impl GraphCache {
-    fn new(dir: &Path, config: &EmbedderConfig) -> GraphCache {
-        let identity = |path: &Path| {
-            std::fs::metadata(path).map_or((0, 0), |m| {
-                let mtime = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_nanos());
-                (m.len(), mtime)
-            })
-        };
-        // A new onnxruntime may optimise differently (or not read an older graph).
-        let (size, mtime) = identity(&config.ort_library);
-        let runtime = size ^ ((mtime / 1_000_000_000) as u64).rotate_left(32);
-        let (size, mtime) = identity(&config.model);
-        let model = sha256_hex(
-            format!(
-                "{}\0{size}\0{mtime}\0{}",
-                config.model.display(),
-                config.sha256.as_deref().unwrap_or("")
-            )
-            .as_bytes(),
-        );
-        GraphCache {
-            stem: dir.join(format!("minilm-{}-{runtime:016x}", &model[..16])),
-        }
-    }
-
-    /// Removes the graphs kept for other models or runtimes (90 MB each): after an
-    /// upgrade nothing would ever read them again.
-    fn forget_others(&self) {
-        let (Some(dir), Some(stem)) = (self.stem.parent(), self.stem.file_name()) else {
-            return;
-        };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let stem = stem.to_string_lossy();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with("minilm-") && name.ends_with(".onnx") && !name.starts_with(&*stem) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-
-    /// Where the graph is kept; `fused` says whether the attention rewrite is in it.
-    fn path(&self, fused: bool) -> PathBuf {
-        let mut name = self.stem.clone().into_os_string();
-        name.push(if fused { "-fused.onnx" } else { "-plain.onnx" });
-        PathBuf::from(name)
-    }
-
-    /// Sessions from the kept graph, if there is a usable one for this configuration.
-    fn load(&self, config: &EmbedderConfig, threads: usize) -> Option<(Vec<Mutex<Session>>, bool)> {
-        let candidates: &[bool] = if config.fuse_attention {
-            &[true, false]
-        } else {
-            &[false]
-        };
-        for &fused in candidates {
-            let path = self.path(fused);
-            if !path.is_file() {
-                continue;
-            }
-            let sessions = (0..config.sessions)
-                .map(|_| new_session(Graph::File(&path), threads, None).map(Mutex::new))
-                .collect::<Result<Vec<_>>>();
-            match sessions {
-                Ok(sessions) => return Some((sessions, fused)),
-                Err(_) => {
-                    let _ = std::fs::remove_file(&path); // rebuilt below
-                }
-            }
-        }
-        None
-    }
-}
-
 /// Where a session's graph comes from.
 #[derive(Clone, Copy)]
 enum Graph<'a> {
     /// The graph's bytes (the model as read, or rewritten); `model` names it in errors.
     Bytes { graph: &'a [u8], model: &'a Path },
-    /// A graph file onnxruntime reads itself: a kept optimised graph. Measured on the
-    /// 90 MB optimised MiniLM: 0.19-0.22 s, against 0.29-0.42 s to read it first and
-    /// hand onnxruntime the bytes.
+    /// A graph file onnxruntime reads itself (a kept optimised graph), mapping the
+    /// weights it keeps in a file apart (`kept.rs`).
     File(&'a Path),
 }
 
 /// An onnxruntime session for `graph`; with `save`, onnxruntime also writes its optimised
-/// graph there (through a temporary name, so a reader never sees half a file).
-fn new_session(graph: Graph<'_>, threads: usize, save: Option<&Path>) -> Result<Session> {
+/// graph, which is then published ([`Save::publish`]).
+fn new_session(graph: Graph<'_>, threads: usize, save: Option<&Save>) -> Result<Session> {
     let model = match graph {
         Graph::Bytes { model, .. } => model,
         Graph::File(path) => path,
@@ -464,11 +379,8 @@ fn new_session(graph: Graph<'_>, threads: usize, save: Option<&Path>) -> Result<
     let err = |e: ort::Error<_>| model_err("cannot load model", model, e);
     let mut builder = Session::builder()
         .map_err(|e| model_err("cannot create an onnxruntime session for", model, e))?;
-    let tmp = save.map(crate::fsutil::tmp_path);
-    if let (Some(tmp), Some(dir)) = (&tmp, save.and_then(Path::parent)) {
-        if std::fs::create_dir_all(dir).is_ok() {
-            builder = builder.with_optimized_model_path(tmp).map_err(err)?;
-        }
+    if let Some(save) = save.filter(|s| s.prepare()) {
+        builder = save.configure(builder)?;
     }
     let mut builder = builder
         .with_optimization_level(GraphOptimizationLevel::All)
@@ -489,11 +401,8 @@ fn new_session(graph: Graph<'_>, threads: usize, save: Option<&Path>) -> Result<
         Graph::File(path) => builder.commit_from_file(path),
     }
     .map_err(|e| model_err("cannot load model", model, e))?;
-    if let (Some(tmp), Some(save)) = (tmp, save) {
-        // A cache that cannot be written only costs the next load its speed.
-        if tmp.is_file() && std::fs::rename(&tmp, save).is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+    if let Some(save) = save {
+        save.publish();
     }
     Ok(session)
 }

@@ -142,11 +142,19 @@ pub fn bytes(num: u32, b: Vec<u8>) -> Field {
 
 /// The UTF-8 strings of every `num` field.
 pub fn strings(fields: &[Field], num: u32) -> Vec<String> {
+    messages(fields, num)
+        .into_iter()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .collect()
+}
+
+/// The payloads of every `num` field holding bytes (sub-messages, strings).
+pub fn messages(fields: &[Field], num: u32) -> Vec<&[u8]> {
     fields
         .iter()
         .filter(|f| f.num == num)
         .filter_map(|f| match &f.value {
-            Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Value::Bytes(b) => Some(b.as_slice()),
             _ => None,
         })
         .collect()
