@@ -116,7 +116,11 @@ def main(rounds: int) -> None:
         )
     session.close()
 
-    for label, extra in [("lazy model", []), ("--preload-model", ["--preload-model"])]:
+    # The first load in a data directory also writes the model's optimised graph, which
+    # later servers load from.
+    runs = [("lazy model, new dir", [])] + [("lazy model", [])] * rounds
+    firsts: list[float] = []
+    for label, extra in [*runs, ("--preload-model", ["--preload-model"])]:
         session = Session([BACKTRAIL, "mcp", *extra], server_env(home, MCP_EMBEDDINGS="on"))
         session.initialize()
         session.request("tools/list")
@@ -127,7 +131,13 @@ def main(rounds: int) -> None:
                 time.sleep(0.1)
         first, answer = session.call("search_memory", query="fermented dough leavening")
         mode = answer["result"]["structuredContent"]["mode"]
-        out(f"first search, embeddings on, {label:16s} {first * 1000:7.1f} ms ({mode})\n")
+        if label == "lazy model":
+            firsts.append(first)
+            if len(firsts) == rounds:
+                out(_line("first search, embeddings on, lazy model", firsts) + f" ({mode})\n")
+            session.close()
+            continue
+        out(f"first search, embeddings on, {label:19s} {first * 1000:7.1f} ms ({mode})\n")
         out(
             _line(
                 "  later searches",
@@ -136,7 +146,6 @@ def main(rounds: int) -> None:
             + "\n"
         )
         session.close()
-
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
