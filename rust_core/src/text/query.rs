@@ -8,9 +8,9 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
     TermSetQuery,
 };
-use tantivy::schema::IndexRecordOption;
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
-use tantivy::Term;
+use tantivy::{Searcher, Term};
 
 use super::Fields;
 use crate::doc::Kind;
@@ -88,7 +88,7 @@ pub fn time_range(f: &Fields, since: Option<i64>, until: Option<i64>) -> Option<
 }
 
 /// The analysed terms of a query: loose words and required phrases.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParsedQuery {
     /// Distinct analysed words, in order of appearance.
     pub words: Vec<String>,
@@ -97,6 +97,8 @@ pub struct ParsedQuery {
     /// The unquoted tokens in order, repeats kept: a document holding them close
     /// together gets a proximity bonus.
     pub sequence: Vec<String>,
+    /// Words left out of BM25 scoring ([`ParsedQuery::leave_out_common`]).
+    pub common: Vec<String>,
 }
 
 /// Largest gap (in positions, summed) a loose phrase match tolerates.
@@ -121,6 +123,33 @@ impl ParsedQuery {
             }
         }
         parsed
+    }
+
+    /// Leaves out of BM25 scoring the words found in more than `max_share` of the
+    /// documents `searcher` sees ("the", "of", "is" in English text): their weight is
+    /// near zero, so they change almost no ranking, yet their postings are the longest to
+    /// score. A query made only of such words keeps them all. They still count for the
+    /// query's coverage, and the proximity bonus still asks for them between the other
+    /// words.
+    pub fn leave_out_common(&mut self, searcher: &Searcher, body: Field, max_share: f32) {
+        let docs = searcher.num_docs();
+        if max_share >= 1.0 || docs == 0 || self.words.is_empty() {
+            return;
+        }
+        let limit = (f64::from(max_share) * docs as f64) as u64;
+        let common: Vec<String> = self
+            .words
+            .iter()
+            .filter(|w| {
+                searcher
+                    .doc_freq(&Term::from_field_text(body, w))
+                    .is_ok_and(|df| df > limit)
+            })
+            .cloned()
+            .collect();
+        if common.len() < self.words.len() {
+            self.common = common;
+        }
     }
 
     /// True when there is nothing to search for.
@@ -161,6 +190,17 @@ impl ParsedQuery {
         (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
     }
 
+    /// The words [`ParsedQuery::leave_out_common`] left out, scored as
+    /// [`ParsedQuery::words_query`] would score them; None when there are none.
+    pub fn common_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
+        let clauses: Vec<_> = self
+            .common
+            .iter()
+            .flat_map(|w| word_clause(f, w, title_boost))
+            .collect();
+        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+    }
+
     /// The documents earning the proximity bonus, scored as [`ParsedQuery::to_query`]
     /// scores them (bonus plus words). None when there is no bonus to earn.
     pub fn near_query(
@@ -185,17 +225,11 @@ impl ParsedQuery {
     }
 
     fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for w in &self.words {
-            clauses.push((Occur::Should, term(f.body, w)));
-            if title_boost > 0.0 {
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(term(f.title, w), title_boost)),
-                ));
-            }
-        }
-        clauses
+        self.words
+            .iter()
+            .filter(|w| !self.common.contains(w))
+            .flat_map(|w| word_clause(f, w, title_boost))
+            .collect()
     }
 
     /// For two or more words: the query matching bodies that hold them in order within
@@ -213,6 +247,18 @@ impl ParsedQuery {
             .collect();
         Some(PhraseQuery::new_with_offset_and_slop(terms, PROXIMITY_SLOP))
     }
+}
+
+/// A word in the body, or (boosted by `title_boost`) in the title.
+fn word_clause(f: &Fields, w: &str, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
+    let mut clauses = vec![(Occur::Should, term(f.body, w))];
+    if title_boost > 0.0 {
+        clauses.push((
+            Occur::Should,
+            Box::new(BoostQuery::new(term(f.title, w), title_boost)) as Box<dyn Query>,
+        ));
+    }
+    clauses
 }
 
 fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
