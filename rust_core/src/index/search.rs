@@ -234,8 +234,10 @@ impl Index {
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
         let mut parsed = ParsedQuery::parse(req.query, &mut analyzer);
-        parsed.leave_out_common(&snap.searcher, self.fields.body, opts.common_word_share);
+        // The whole query (run when the words cannot be ranked apart, and highlighted in
+        // snippets) scores every word.
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
+        parsed.leave_out_common(&snap.searcher, self.fields.body, opts.common_word_share);
         let filter = HitFilter::new(&req.filters, &self.fields);
 
         // The text side: the BM25 candidates and the query's coverage.
@@ -727,13 +729,6 @@ fn segment_ask(ask: usize, len: usize, total: usize) -> usize {
 /// Fewest nearest vectors asked of any segment ([`segment_ask`]).
 const SEGMENT_ASK_MIN: usize = 20;
 
-/// The best `n` documents for `query`, best first (ties: lower address first): what
-/// tantivy's `TopDocs::with_limit(n).order_by_score()` finds, with one threshold shared by
-/// all segments.
-///
-/// Tantivy starts block-max WAND afresh in every segment, so an index of nine segments
-/// gathers nine whole top-`n` lists. Here the largest segment goes first, and each next
-/// one only scores documents that can still enter the overall top `n`.
 /// Adds `query`'s score of each document to its score (nothing where it does not match),
 /// seeking each segment's scorer through the documents in order.
 fn add_scores(
@@ -765,6 +760,13 @@ fn add_scores(
     Ok(())
 }
 
+/// The best `n` documents for `query`, best first (ties: lower address first): what
+/// tantivy's `TopDocs::with_limit(n).order_by_score()` finds, with one threshold shared by
+/// all segments.
+///
+/// Tantivy starts block-max WAND afresh in every segment, so an index of nine segments
+/// gathers nine whole top-`n` lists. Here the largest segment goes first, and each next
+/// one only scores documents that can still enter the overall top `n`.
 pub(crate) fn top_by_score(
     searcher: &Searcher,
     query: &dyn Query,
@@ -1232,7 +1234,7 @@ mod tests {
         // documents holding only common words are there.
         let mut parsed = ParsedQuery::parse("w0 w1 nowhere", &mut tokenizer::analyzer());
         let full = parsed
-            .to_query(&index.fields, opts.title_boost, 0.0)
+            .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
             .unwrap();
         parsed.leave_out_common(&snap.searcher, index.fields.body, 0.8);
         assert_eq!(parsed.common, ["w0", "w1"]);
