@@ -197,15 +197,13 @@ impl Save {
         }
     }
 
-    /// Makes the directory; false if it cannot be made (nothing is saved then).
-    pub(super) fn prepare(&self) -> bool {
-        self.graph
-            .parent()
-            .is_some_and(|dir| std::fs::create_dir_all(dir).is_ok())
-    }
-
-    /// `builder`, also saving its optimised graph, with the weights apart.
+    /// `builder`, also saving its optimised graph, with the weights apart; `builder` as
+    /// it is when the directory cannot be made.
     pub(super) fn configure(&self, builder: SessionBuilder) -> Result<SessionBuilder> {
+        let dir = self.graph.parent().unwrap_or(Path::new("."));
+        if std::fs::create_dir_all(dir).is_err() {
+            return Ok(builder);
+        }
         let err = |e: ort::Error<SessionBuilder>| {
             super::model_err("cannot keep the optimised graph at", &self.graph, e)
         };

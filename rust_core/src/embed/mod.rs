@@ -379,7 +379,7 @@ fn new_session(graph: Graph<'_>, threads: usize, save: Option<&Save>) -> Result<
     let err = |e: ort::Error<_>| model_err("cannot load model", model, e);
     let mut builder = Session::builder()
         .map_err(|e| model_err("cannot create an onnxruntime session for", model, e))?;
-    if let Some(save) = save.filter(|s| s.prepare()) {
+    if let Some(save) = save {
         builder = save.configure(builder)?;
     }
     let mut builder = builder

@@ -237,7 +237,7 @@ impl Index {
         // The whole query (run when the words cannot be ranked apart, and highlighted in
         // snippets) scores every word.
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
-        parsed.leave_out_common(&snap.searcher, self.fields.body, opts.common_word_share);
+        parsed.leave_out_common(&snap.searcher, &self.fields, opts.common_word_share);
         let filter = HitFilter::new(&req.filters, &self.fields);
 
         // The text side: the BM25 candidates and the query's coverage.
@@ -1194,7 +1194,7 @@ mod tests {
             let full = parsed
                 .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
                 .unwrap();
-            parsed.leave_out_common(&snap.searcher, index.fields.body, 0.8);
+            parsed.leave_out_common(&snap.searcher, &index.fields, 0.8);
             assert!(parsed.common.len() < parsed.words.len(), "{q:?}");
             with_common += usize::from(!parsed.common.is_empty());
             for n in [3, 10, 30] {
@@ -1236,7 +1236,7 @@ mod tests {
         let full = parsed
             .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
             .unwrap();
-        parsed.leave_out_common(&snap.searcher, index.fields.body, 0.8);
+        parsed.leave_out_common(&snap.searcher, &index.fields, 0.8);
         assert_eq!(parsed.common, ["w0", "w1"]);
         let want = snap
             .searcher
@@ -1248,7 +1248,7 @@ mod tests {
         assert_same_top(&got, &want, "w0 w1 nowhere");
         // A query made only of common words keeps them all.
         let mut only_common = ParsedQuery::parse("w0 w1", &mut tokenizer::analyzer());
-        only_common.leave_out_common(&snap.searcher, index.fields.body, 0.8);
+        only_common.leave_out_common(&snap.searcher, &index.fields, 0.8);
         assert!(only_common.common.is_empty());
     }
 

@@ -8,7 +8,7 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
     TermSetQuery,
 };
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{Searcher, Term};
 
@@ -131,7 +131,7 @@ impl ParsedQuery {
     /// score. A query made only of such words keeps them all. They still count for the
     /// query's coverage, and the proximity bonus still asks for them between the other
     /// words.
-    pub fn leave_out_common(&mut self, searcher: &Searcher, body: Field, max_share: f32) {
+    pub fn leave_out_common(&mut self, searcher: &Searcher, f: &Fields, max_share: f32) {
         let docs = searcher.num_docs();
         if max_share >= 1.0 || docs == 0 || self.words.is_empty() {
             return;
@@ -142,7 +142,7 @@ impl ParsedQuery {
             .iter()
             .filter(|w| {
                 searcher
-                    .doc_freq(&Term::from_field_text(body, w))
+                    .doc_freq(&Term::from_field_text(f.body, w))
                     .is_ok_and(|df| df > limit)
             })
             .cloned()
@@ -186,19 +186,13 @@ impl ParsedQuery {
     /// terms, which tantivy ranks with block-max WAND (skipping documents that cannot
     /// reach the top). None without words.
     pub fn words_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
-        let clauses = self.word_clauses(f, title_boost);
-        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+        disjunction(self.word_clauses(f, title_boost))
     }
 
     /// The words [`ParsedQuery::leave_out_common`] left out, scored as
     /// [`ParsedQuery::words_query`] would score them; None when there are none.
     pub fn common_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
-        let clauses: Vec<_> = self
-            .common
-            .iter()
-            .flat_map(|w| word_clause(f, w, title_boost))
-            .collect();
-        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+        disjunction(word_clauses(f, &self.common, title_boost))
     }
 
     /// The documents earning the proximity bonus, scored as [`ParsedQuery::to_query`]
@@ -224,12 +218,10 @@ impl ParsedQuery {
         Some(Box::new(BoostQuery::new(Box::new(near), proximity_boost)))
     }
 
+    /// The clauses of the words scored in WAND: all but the common ones.
     fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
-        self.words
-            .iter()
-            .filter(|w| !self.common.contains(w))
-            .flat_map(|w| word_clause(f, w, title_boost))
-            .collect()
+        let scored = self.words.iter().filter(|w| !self.common.contains(w));
+        word_clauses(f, scored, title_boost)
     }
 
     /// For two or more words: the query matching bodies that hold them in order within
@@ -249,16 +241,28 @@ impl ParsedQuery {
     }
 }
 
-/// A word in the body, or (boosted by `title_boost`) in the title.
-fn word_clause(f: &Fields, w: &str, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
-    let mut clauses = vec![(Occur::Should, term(f.body, w))];
-    if title_boost > 0.0 {
-        clauses.push((
-            Occur::Should,
-            Box::new(BoostQuery::new(term(f.title, w), title_boost)) as Box<dyn Query>,
-        ));
+/// Each word in the body, or (boosted by `title_boost`) in the title.
+fn word_clauses<'a>(
+    f: &Fields,
+    words: impl IntoIterator<Item = &'a String>,
+    title_boost: f32,
+) -> Vec<(Occur, Box<dyn Query>)> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for w in words {
+        clauses.push((Occur::Should, term(f.body, w)));
+        if title_boost > 0.0 {
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(term(f.title, w), title_boost)),
+            ));
+        }
     }
     clauses
+}
+
+/// Any of `clauses`, or None without any.
+fn disjunction(clauses: Vec<(Occur, Box<dyn Query>)>) -> Option<Box<dyn Query>> {
+    (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
 }
 
 fn term(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
