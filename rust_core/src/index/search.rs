@@ -547,12 +547,11 @@ impl Index {
         } else {
             for seg in &snap.segments {
                 let _slot = self.slots.acquire();
-                let hits = seg.filtered_search(query, n, |key| {
+                found.extend(seg.filtered_search(query, n, |key| {
                     allowed
                         .get(&key)
                         .is_some_and(|&st| seg.stamp_of(key) == Some(st))
-                })?;
-                found.extend(hits.into_iter().map(|(k, s)| (k, s, allowed[&k])));
+                })?);
             }
         }
         self.place(snap, found, n, None)
@@ -571,11 +570,7 @@ impl Index {
         for seg in &snap.segments {
             let _slot = self.slots.acquire();
             let ask = segment_ask(ask, seg.len(), total);
-            for (key, sim) in seg.search(query, ask, expansion)? {
-                if let Some(stamp) = seg.stamp_of(key) {
-                    found.push((key, sim, stamp));
-                }
-            }
+            found.extend(seg.search(query, ask, expansion)?);
         }
         Ok(found)
     }

@@ -170,10 +170,13 @@ mod tests {
         let hits = seg.search(&vecs[10], 3, 0).unwrap();
         assert_eq!(hits[0].0, 110);
         assert!((hits[0].1 - 1.0).abs() < 1e-4);
+        assert!(hits.iter().all(|h| h.2 == 7));
         let back = seg.get(110, 8).unwrap().unwrap();
         assert!(cosine(&back, &vecs[10]) > 0.9999);
         let only_even = seg.filtered_search(&vecs[11], 5, |k| k % 2 == 0).unwrap();
-        assert!(only_even.iter().all(|(k, _)| k % 2 == 0));
+        assert!(only_even
+            .iter()
+            .all(|&(k, _, stamp)| k % 2 == 0 && stamp == 7));
     }
 
     /// `vecs` as entries keyed `first`, `first + 1`, ... and stamped `stamp`.
@@ -233,6 +236,7 @@ mod tests {
                 let hits = seg.search(v, 6, 0).unwrap();
                 assert_eq!(hits[0].0, *key, "{q:?}");
                 assert!(hits[0].1 > 0.99, "{q:?}: {}", hits[0].1);
+                assert!(hits.iter().all(|h| h.2 == 4), "{q:?}");
                 // ... and the six nearest are the six copies of its text.
                 let mut keys: Vec<u64> = hits.iter().map(|h| h.0).collect();
                 same_order += usize::from(keys == exact_top(&all, v, 6, |_| true));
@@ -312,7 +316,7 @@ mod tests {
         assert_eq!(seg.search(&vecs[3], 1, 0).unwrap()[0].0, 503);
         assert!(cosine(&seg.get(507, 8).unwrap().unwrap(), &vecs[7]) > 0.99);
         let odd = seg.filtered_search(&vecs[4], 3, |k| k % 2 == 1).unwrap();
-        assert!(odd.iter().all(|(k, _)| k % 2 == 1) && odd.len() == 3);
+        assert!(odd.iter().all(|(k, _, _)| k % 2 == 1) && odd.len() == 3);
         // A version 1 file with bytes after its table is not taken for one.
         bytes.extend([0u8; 16]);
         std::fs::write(&keys, &bytes).unwrap();

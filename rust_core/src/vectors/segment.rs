@@ -22,6 +22,9 @@ use crate::manifest::{IndexConfig, Quantization, SegmentMeta};
 
 use super::groups::{self, Encoding, Groups, Probe, Slot};
 
+/// `(key, cosine similarity, stamp)` of a vector a search found.
+pub type Found = (u64, f32, u64);
+
 const MAGIC: &[u8; 4] = b"BTVK";
 const HEADER: usize = 16;
 const ENTRY: usize = 16;
@@ -265,10 +268,10 @@ impl Segment {
         (0..self.count).map(|i| self.entry(i))
     }
 
-    /// Approximate nearest neighbours: `(key, cosine similarity)`, best first. A grouped
-    /// segment finds the `count` nearest groups and scores every member of the nearest
-    /// ones, at least [`GROUPS_ALWAYS_VISITED`] and enough for `count` vectors.
-    pub fn search(&self, query: &[f32], count: usize, expansion: usize) -> Result<Vec<(u64, f32)>> {
+    /// Approximate nearest neighbours: `(key, cosine similarity, stamp)`, best first. A
+    /// grouped segment finds the `count` nearest groups and scores every member of the
+    /// nearest ones, at least [`GROUPS_ALWAYS_VISITED`] and enough for `count` vectors.
+    pub fn search(&self, query: &[f32], count: usize, expansion: usize) -> Result<Vec<Found>> {
         if self.count == 0 {
             return Ok(Vec::new());
         }
@@ -277,10 +280,10 @@ impl Segment {
             hnsw.change_expansion_search(expansion);
         }
         match &self.groups {
-            None => Ok(similarities(hnsw.search(query, count)?)),
+            None => Ok(self.stamped(hnsw.search(query, count)?)),
             Some(g) => {
                 let found = hnsw.search(query, count.min(g.len()))?;
-                self.members_of(g, query, similarities(found), count, |_| true)
+                self.members_of(g, query, similarities(found), count, None)
             }
         }
     }
@@ -291,13 +294,13 @@ impl Segment {
         query: &[f32],
         count: usize,
         allow: F,
-    ) -> Result<Vec<(u64, f32)>> {
+    ) -> Result<Vec<Found>> {
         if self.count == 0 {
             return Ok(Vec::new());
         }
         let hnsw = self.hnsw()?;
         match &self.groups {
-            None => Ok(similarities(hnsw.filtered_search(query, count, allow)?)),
+            None => Ok(self.stamped(hnsw.filtered_search(query, count, allow)?)),
             Some(g) => {
                 // A group is visited if any of its members is allowed.
                 let any_allowed = |group: u64| {
@@ -305,36 +308,52 @@ impl Segment {
                         .is_ok_and(|mut m| m.any(|(_, rank)| allow(self.entry(rank).0)))
                 };
                 let found = hnsw.filtered_search(query, count.min(g.len()), any_allowed)?;
-                self.members_of(g, query, similarities(found), count, allow)
+                self.members_of(g, query, similarities(found), count, Some(&allow))
             }
         }
     }
 
-    /// The best `count` members (that `allow` accepts) of the groups `found` (nearest
-    /// first), each representative with the graph's similarity, the others scored alike.
-    /// Groups are visited until [`GROUPS_ALWAYS_VISITED`] are and `count` members are found.
+    /// usearch's matches with their stamps.
+    fn stamped(&self, m: usearch::ffi::Matches) -> Vec<Found> {
+        similarities(m)
+            .into_iter()
+            .filter_map(|(key, sim)| Some((key, sim, self.stamp_of(key)?)))
+            .collect()
+    }
+
+    /// The best `count` members (that `allow` accepts, when given) of the groups `found`
+    /// (nearest first), each representative with the graph's similarity, the others
+    /// scored alike. Groups are visited until [`GROUPS_ALWAYS_VISITED`] are and `count`
+    /// members are found.
+    ///
+    /// Members are ranked by their place in the key table, which is sorted by key, and
+    /// only the best `count` are looked up there: a search scores hundreds of near-copies,
+    /// and each look-up is a random read of a table of 16 bytes per vector.
     fn members_of(
         &self,
         g: &Groups,
         query: &[f32],
         found: Vec<(u64, f32)>,
         count: usize,
-        allow: impl Fn(u64) -> bool,
-    ) -> Result<Vec<(u64, f32)>> {
+        allow: Option<&dyn Fn(u64) -> bool>,
+    ) -> Result<Vec<Found>> {
         let corrupt = |reason: String| CoreError::IndexCorrupt {
             path: self.graph_path.with_extension("keys"),
             reason,
         };
+        if count == 0 {
+            return Ok(Vec::new());
+        }
         let probe = Probe::new(g.encoding(), query);
-        let mut out = Vec::new();
+        // (similarity, rank in the key table)
+        let mut scored: Vec<(f32, usize)> = Vec::new();
         for (visited, (group, rep_sim)) in found.into_iter().enumerate() {
-            if visited >= GROUPS_ALWAYS_VISITED && out.len() >= count {
+            if visited >= GROUPS_ALWAYS_VISITED && scored.len() >= count {
                 break;
             }
             let members = g.members(&self.keys, group).map_err(corrupt)?;
             for (i, (p, rank)) in members.enumerate() {
-                let key = self.entry(rank).0;
-                if !allow(key) {
+                if allow.is_some_and(|allow| !allow(self.entry(rank).0)) {
                     continue;
                 }
                 let sim = if i == 0 {
@@ -343,12 +362,23 @@ impl Segment {
                     let v = g.member_vector(&self.keys, group, p);
                     probe.similarity(v.ok_or_else(|| corrupt(MISSING.into()))?)
                 };
-                out.push((key, sim));
+                scored.push((sim, rank));
             }
         }
-        out.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        out.truncate(count);
-        Ok(out)
+        let best_first =
+            |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if scored.len() > count {
+            scored.select_nth_unstable_by(count - 1, best_first);
+            scored.truncate(count);
+        }
+        scored.sort_unstable_by(best_first);
+        Ok(scored
+            .into_iter()
+            .map(|(sim, rank)| {
+                let (key, stamp) = self.entry(rank);
+                (key, sim, stamp)
+            })
+            .collect())
     }
 
     /// The stored (dequantised) vector of `key`.
