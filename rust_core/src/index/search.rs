@@ -460,15 +460,15 @@ impl Index {
             _ => return whole(),
         };
         let ask = if filter.is_some() { with_spares(n) } else { n };
-        let common = parsed.common_query(&self.fields, opts.title_boost);
-        let pool = if common.is_some() {
+        let common = parsed.common_clauses(&self.fields, opts.title_boost);
+        let pool = if !common.is_empty() {
             ask * COMMON_RESCORE_DEPTH
         } else {
             ask
         };
         let by_words = top_by_score(&snap.searcher, &*words, pool)?;
         let complete = by_words.len() < pool;
-        if complete && common.is_some() {
+        if complete && !common.is_empty() {
             // Too few documents hold the other words to leave the common ones out: in a
             // small store, or for a rare word, documents holding only common words count.
             let every = ParsedQuery {
@@ -487,8 +487,10 @@ impl Index {
             }
         }
         let mut merged: Vec<(Score, DocAddress)> = best.into_iter().map(|(a, s)| (s, a)).collect();
-        if let Some(common) = common {
-            add_scores(&snap.searcher, &*common, &mut merged)?;
+        // One clause at a time: a term's scorer seeks through its skip list, where their
+        // union would decode every posting of these longest lists near each document.
+        for clause in &common {
+            add_scores(&snap.searcher, &**clause, &mut merged)?;
         }
         merged.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
         merged.truncate(ask);

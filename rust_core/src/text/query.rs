@@ -189,10 +189,14 @@ impl ParsedQuery {
         disjunction(self.word_clauses(f, title_boost))
     }
 
-    /// The words [`ParsedQuery::leave_out_common`] left out, scored as
-    /// [`ParsedQuery::words_query`] would score them; None when there are none.
-    pub fn common_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
-        disjunction(word_clauses(f, &self.common, title_boost))
+    /// The words [`ParsedQuery::leave_out_common`] left out, as the clauses
+    /// [`ParsedQuery::words_query`] would score them with (each word in the body and in
+    /// the title); their scores summed are the words' score. Empty when there are none.
+    pub fn common_clauses(&self, f: &Fields, title_boost: f32) -> Vec<Box<dyn Query>> {
+        word_clauses(f, &self.common, title_boost)
+            .into_iter()
+            .map(|(_, q)| q)
+            .collect()
     }
 
     /// The documents earning the proximity bonus, scored as [`ParsedQuery::to_query`]
