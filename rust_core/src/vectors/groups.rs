@@ -179,6 +179,7 @@ unsafe fn dot_i8_avx2(a: &[i8], b: &[u8]) -> (i32, i32) {
     };
     // SAFETY (whole body): AVX2 is enabled by the caller's check; every load reads 16
     // bytes starting at `i`, and `i + 16 <= n` where `n` is within both slices.
+    #[target_feature(enable = "avx2")]
     unsafe fn sum(v: __m256i) -> i32 {
         let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         let x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0b01_00_11_10));
