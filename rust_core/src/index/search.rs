@@ -1,6 +1,8 @@
 //! The read path: BM25 and vector candidates, fusion and re-ranking, page-level grouping,
 //! snippets.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
 use rustc_hash::{FxHashMap, FxHashSet};
 use tantivy::query::{EnableScoring, Query, Scorer};
 use tantivy::snippet::SnippetGenerator;
@@ -239,6 +241,8 @@ impl Index {
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
         parsed.leave_out_common(&snap.searcher, &self.fields, opts.common_word_share);
         let filter = HitFilter::new(&req.filters, &self.fields);
+        // Freed by the vector side's thread when it is done, for the BM25 side to share.
+        let spare = SpareCore::none();
 
         // The text side: the BM25 candidates and the query's coverage.
         let text_side = |analyzer: &mut tantivy::tokenizer::TextAnalyzer| -> Result<TextSide> {
@@ -251,7 +255,7 @@ impl Index {
                 Mode::Bm25 => req.k * 3,
                 _ => opts.bm25_candidates.max(req.k * 3),
             };
-            let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts)?;
+            let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts, &spare)?;
             let mut coverage = 0.0;
             if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                 for (_, addr) in top.iter().take(opts.coverage_depth) {
@@ -286,13 +290,18 @@ impl Index {
             Ok(Some((qv, hits)))
         };
         // Both sides at once when there are both: on two cores the query embedding and the
-        // graph search take no longer than the BM25 pool.
+        // graph search take about as long as the BM25 pool, and when they end first their
+        // thread takes a share of the BM25 side's remaining segments.
         let both = req.mode == Mode::Hybrid
             && text_query.is_some()
             && (req.query_vector.is_some() || req.embedder.is_some());
         let ((top, coverage), vector) = if both {
             std::thread::scope(|s| {
-                let vector = s.spawn(vector_side);
+                let vector = s.spawn(|| {
+                    let vector = vector_side();
+                    spare.give_back();
+                    vector
+                });
                 let text = text_side(&mut analyzer);
                 let vector = vector
                     .join()
@@ -442,6 +451,10 @@ impl Index {
     ///
     /// Filters are checked on the hits, as most keep most documents (a default search
     /// leaves out only facts); only when too few survive is the filtered query run whole.
+    ///
+    /// The rankings share their segments with a second thread once `spare` frees the other
+    /// core ([`top_by_score`]).
+    #[allow(clippy::too_many_arguments)]
     fn text_top(
         &self,
         snap: &Snapshot,
@@ -450,10 +463,11 @@ impl Index {
         filter: Option<&HitFilter>,
         n: usize,
         opts: &SearchOptions,
+        spare: &SpareCore,
     ) -> Result<Vec<(Score, DocAddress)>> {
         let whole = || -> Result<Vec<(Score, DocAddress)>> {
             let q = filtered(full.box_clone(), filter.map(|f| f.query.box_clone()));
-            top_by_score(&snap.searcher, &*q, n)
+            top_by_score(&snap.searcher, &*q, n, spare)
         };
         let words = match parsed.words_query(&self.fields, opts.title_boost) {
             Some(words) if parsed.phrases.is_empty() => words,
@@ -466,7 +480,7 @@ impl Index {
         } else {
             ask
         };
-        let by_words = top_by_score(&snap.searcher, &*words, pool)?;
+        let by_words = top_by_score(&snap.searcher, &*words, pool, spare)?;
         let complete = by_words.len() < pool;
         if complete && !common.is_empty() {
             // Too few documents hold the other words to leave the common ones out: in a
@@ -475,13 +489,13 @@ impl Index {
                 common: Vec::new(),
                 ..parsed.clone()
             };
-            return self.text_top(snap, &every, full, filter, n, opts);
+            return self.text_top(snap, &every, full, filter, n, opts, spare);
         }
         let mut best: FxHashMap<DocAddress, Score> =
             by_words.into_iter().map(|(s, a)| (a, s)).collect();
         if let Some(near) = parsed.near_query(&self.fields, opts.title_boost, opts.proximity_boost)
         {
-            for (s, a) in top_by_score(&snap.searcher, &*near, pool)? {
+            for (s, a) in top_by_score(&snap.searcher, &*near, pool, spare)? {
                 let e = best.entry(a).or_insert(s);
                 *e = e.max(s);
             }
@@ -764,10 +778,16 @@ fn add_scores(
 /// Tantivy starts block-max WAND afresh in every segment, so an index of nine segments
 /// gathers nine whole top-`n` lists. Here the largest segment goes first, and each next
 /// one only scores documents that can still enter the overall top `n`.
+///
+/// When `spare` frees the other core between two segments, a second thread takes the
+/// remaining segments with this one. Each thread keeps its own best `n` and prunes below
+/// the higher of both thresholds (a document below either thread's `n`-th best is not in
+/// the overall top `n`), so the result is the same as on one thread.
 pub(crate) fn top_by_score(
     searcher: &Searcher,
     query: &dyn Query,
     n: usize,
+    spare: &SpareCore,
 ) -> Result<Vec<(Score, DocAddress)>> {
     if n == 0 {
         return Ok(Vec::new());
@@ -776,19 +796,95 @@ pub(crate) fn top_by_score(
     let readers = searcher.segment_readers();
     let mut order: Vec<usize> = (0..readers.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(readers[i].num_docs()));
-    let mut top = TopN::new(n);
-    for ord in order {
+    let next = AtomicUsize::new(0);
+    let shared = SharedThreshold::default();
+    let score_segment = |ord: usize, top: &mut TopN| -> Result<()> {
         let reader = &readers[ord];
         let alive = reader.alive_bitset();
         let segment = u32::try_from(ord).expect("fewer than 2^32 segments");
-        weight.for_each_pruning(top.threshold(), reader, &mut |doc, score| {
+        let start = shared.get().max(top.threshold());
+        weight.for_each_pruning(start, reader, &mut |doc, score| {
             if !alive.is_some_and(|a| a.is_deleted(doc)) {
                 top.push(score, DocAddress::new(segment, doc));
+                shared.raise(top.threshold());
             }
-            top.threshold()
+            shared.get().max(top.threshold())
         })?;
-    }
+        Ok(())
+    };
+    let take = || order.get(next.fetch_add(1, Ordering::Relaxed)).copied();
+    let mut top = TopN::new(n);
+    std::thread::scope(|s| -> Result<()> {
+        let mut helper = None;
+        while let Some(ord) = take() {
+            if helper.is_none() && next.load(Ordering::Relaxed) < order.len() && spare.take() {
+                helper = Some(s.spawn(|| -> Result<TopN> {
+                    let mut own = TopN::new(n);
+                    while let Some(ord) = take() {
+                        score_segment(ord, &mut own)?;
+                    }
+                    Ok(own)
+                }));
+            }
+            score_segment(ord, &mut top)?;
+        }
+        if let Some(helper) = helper {
+            let own = helper
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            spare.give_back();
+            for Ranked(score, address) in own?.heap {
+                top.push(score, address);
+            }
+        }
+        Ok(())
+    })?;
     Ok(top.into_sorted())
+}
+
+/// The other core of a search that runs its two sides on two threads: free once the
+/// vector side has finished, for the BM25 side to share its segments with
+/// ([`top_by_score`]).
+#[derive(Default)]
+pub(crate) struct SpareCore(AtomicBool);
+
+impl SpareCore {
+    /// A core that is never free (a search on one thread).
+    pub(crate) fn none() -> SpareCore {
+        SpareCore::default()
+    }
+
+    /// Marks the core free.
+    pub(crate) fn give_back(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Takes the core if it is free.
+    fn take(&self) -> bool {
+        self.0
+            .compare_exchange(true, false, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
+/// The highest pruning threshold of the threads ranking one query's segments. Scores are
+/// never negative, so a threshold's bits order like its value; 0 means none yet.
+#[derive(Default)]
+struct SharedThreshold(AtomicU32);
+
+impl SharedThreshold {
+    fn get(&self) -> Score {
+        match self.0.load(Ordering::Relaxed) {
+            0 => Score::MIN,
+            bits => Score::from_bits(bits - 1),
+        }
+    }
+
+    fn raise(&self, threshold: Score) {
+        if threshold.is_sign_positive() {
+            self.0.fetch_max(threshold.to_bits() + 1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A hit of [`TopN`], ordered best first: higher score, then lower address.
@@ -1099,8 +1195,14 @@ mod tests {
                         .searcher
                         .search(query, &TopDocs::with_limit(n).order_by_score())
                         .unwrap();
-                    let got = top_by_score(&snap.searcher, query, n).unwrap();
+                    let got = top_by_score(&snap.searcher, query, n, &SpareCore::none()).unwrap();
                     assert_same_top(&got, &want, &format!("{q:?} n={n}"));
+                    // A second thread takes every other segment from the start.
+                    let free = SpareCore::none();
+                    free.give_back();
+                    let shared = top_by_score(&snap.searcher, query, n, &free).unwrap();
+                    assert_same_top(&shared, &want, &format!("two threads: {q:?} n={n}"));
+                    assert!(free.take(), "the core is given back");
                     assert!(
                         got.windows(2)
                             .all(|p| p[0].0 > p[1].0 || (p[0].0 == p[1].0 && p[0].1 < p[1].1)),
@@ -1160,8 +1262,21 @@ mod tests {
                         .searcher
                         .search(&*whole, &TopDocs::with_limit(n).order_by_score())
                         .unwrap();
+                    // Half the searches share their segments with a second thread.
+                    let spare = SpareCore::none();
+                    if compared % 2 == 0 {
+                        spare.give_back();
+                    }
                     let got = index
-                        .text_top(&snap, &parsed, &*full, hit_filter.as_ref(), n, &opts)
+                        .text_top(
+                            &snap,
+                            &parsed,
+                            &*full,
+                            hit_filter.as_ref(),
+                            n,
+                            &opts,
+                            &spare,
+                        )
                         .unwrap();
                     assert_same_top(&got, &want, &format!("{q:?} n={n}"));
                     compared += want.len();
@@ -1200,7 +1315,7 @@ mod tests {
                     .search(&*full, &TopDocs::with_limit(n).order_by_score())
                     .unwrap();
                 let got = index
-                    .text_top(&snap, &parsed, &*full, None, n, &opts)
+                    .text_top(&snap, &parsed, &*full, None, n, &opts, &SpareCore::none())
                     .unwrap();
                 assert_eq!(got.len(), want.len(), "{q:?} n={n}");
                 // Every document returned carries its exact full score.
@@ -1240,7 +1355,7 @@ mod tests {
             .search(&*full, &TopDocs::with_limit(10).order_by_score())
             .unwrap();
         let got = index
-            .text_top(&snap, &parsed, &*full, None, 10, &opts)
+            .text_top(&snap, &parsed, &*full, None, 10, &opts, &SpareCore::none())
             .unwrap();
         assert_same_top(&got, &want, "w0 w1 nowhere");
         // A query made only of common words keeps them all.
