@@ -211,7 +211,8 @@ class Index:
     ) -> list[Hit]:
         """Vector and hybrid modes use `query_vector`, else embed the query with `embedder`
         (else the index's own), keeping the 256 latest query vectors; in hybrid mode the
-        embedding and graph search run beside the BM25 retrieval."""
+        embedding and graph search run beside the BM25 retrieval, then their thread takes a
+        share of its remaining segments."""
     def similar(self, id: int, k: int = 10, *, exclude_parent: bool = True) -> list[Hit]:
         """Nearest documents to the stored vector of `id`."""
     def compact(self) -> None:
