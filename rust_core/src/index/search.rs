@@ -17,7 +17,7 @@ use crate::rank::{self, Candidate, RankOptions};
 use crate::text::query::{filtered, Filters, ParsedQuery};
 use crate::text::tokenizer;
 use crate::text::Fields;
-use crate::vectors::{self, cosine};
+use crate::vectors::{self, cosine, Found};
 use crate::DIM;
 
 /// Which signals a search uses.
@@ -552,7 +552,7 @@ impl Index {
         if kept.len() >= n {
             return Ok(kept);
         }
-        let mut found: Vec<(u64, f32, u64)> = Vec::new();
+        let mut found: Vec<Found> = Vec::new();
         let allowed = self.live_vector_stamps(snap, Some(&*f.query))?;
         if allowed.len() <= EXACT_SCAN_LIMIT {
             for (&key, &stamp) in &allowed {
@@ -580,7 +580,7 @@ impl Index {
         query: &[f32],
         ask: usize,
         expansion: usize,
-    ) -> Result<Vec<(u64, f32, u64)>> {
+    ) -> Result<Vec<Found>> {
         let mut found = Vec::new();
         let total: usize = snap.segments.iter().map(|s| s.len()).sum();
         for seg in &snap.segments {
@@ -596,7 +596,7 @@ impl Index {
     fn place(
         &self,
         snap: &Snapshot,
-        mut found: Vec<(u64, f32, u64)>,
+        mut found: Vec<Found>,
         n: usize,
         columns: Option<&HitFilter>,
     ) -> Result<Vec<(DocAddress, f32)>> {

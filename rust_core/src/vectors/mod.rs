@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
-pub use segment::{Entry, Segment};
+pub use segment::{Entry, Found, Segment};
 
 use crate::error::Result;
 use crate::manifest::Manifest;
