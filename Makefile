@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: run test bench wheel install venv lint test-rust test-python test-js clean
 
 run: install
-	$(BIN)/python -m backtrail.demo
+	$(BIN)/python -m backtrail.cli.demo
 
 test: install lint test-rust test-python test-js
 

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from backtrail import _core, embedding
+from backtrail import _core
+from backtrail.indexer import embedding
 from bench import baselines, common, corpus, metrics, queries
 from bench.common import say
 

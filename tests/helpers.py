@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from backtrail import _core, embedding
-from backtrail import memory as memory_module
+from backtrail import _core
 from backtrail.config import Config
+from backtrail.indexer import embedding
+from backtrail.service import memory as memory_module
 
 T = TypeVar("T")
 

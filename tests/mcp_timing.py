@@ -3,8 +3,7 @@
     cd tests && ../.venv/bin/python mcp_timing.py [rounds]
 
 Speaks raw JSON-RPC over pipes, so the numbers are the server's, not a client
-library's. Reports spawn-to-initialized (fast start, ``python -m``, and with the SDK
-answering), the time until ``tools/list`` is answered, the median latency of common
+library's. Reports spawn-to-initialized (``backtrail mcp`` and ``python -m``), the time until ``tools/list`` is answered, the median latency of common
 tools on a small seeded memory, and the first search with the embedding model loaded on
 first use and preloaded.
 """
@@ -76,9 +75,7 @@ def main(rounds: int) -> None:
     variants = [
         ("spawn-to-initialized: backtrail mcp", [BACKTRAIL, "mcp"], {}),
         ("spawn-to-initialized: python -m", [sys.executable, "-m", "backtrail.mcp_server"], {}),
-        ("spawn-to-initialized: SDK answers", [BACKTRAIL, "mcp"],
-         {"BACKTRAIL_MCP_FAST_START": "0"}),
-    ]  # fmt: skip
+    ]
     for label, command, extra in variants:
         init, ready = [], []
         for _ in range(rounds):

@@ -22,7 +22,7 @@ import pytest
 from backtrail import _core
 from backtrail.errors import BacktrailError, InvalidInput, InvalidUrl, LimitExceeded
 from backtrail.indexer import TYPE_PASSAGE, doc_id
-from backtrail.memory import Memory
+from backtrail.service.memory import Memory
 from backtrail.store import LEDGER_FILENAME, Ledger
 from helpers import index_files_containing, make_config, share_model, wait_for
 
@@ -47,7 +47,7 @@ WORKER = r"""
 import json, random, sys
 from backtrail.config import Config
 from backtrail.errors import FactNotFound, KeyExists, VersionConflict
-from backtrail.memory import Memory
+from backtrail.service.memory import Memory
 
 home, worker, ops, embeddings = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 config = Config.load(home, environ={}, overrides={
@@ -195,7 +195,7 @@ def test_two_processes_with_embeddings_leave_every_capture_embedded(
 CAPTURER = r"""
 import sys
 from backtrail.config import Config
-from backtrail.memory import Memory
+from backtrail.service.memory import Memory
 
 home, run = sys.argv[1], sys.argv[2]
 config = Config.load(home, environ={}, overrides={

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from backtrail import insights
-from backtrail.actions import ActionQueue, NoActiveTab, parse_wire_id, wire_id
-from backtrail.browser_sync import BrowserSync, VisitRecord
 from backtrail.errors import Excluded, InvalidInput, InvalidUrl, Paused, StoreBusy
-from backtrail.memory import Memory, VisitInfo
+from backtrail.service import insights
+from backtrail.service.actions import ActionQueue, NoActiveTab, parse_wire_id, wire_id
+from backtrail.service.browser_sync import VisitRecord
+from backtrail.service.memory import Memory, VisitInfo
 from backtrail.store import ActionNotFound, Ledger, TabInput
 from conftest import FakeClock
 from helpers import make_config, share_model, wait_for
@@ -44,7 +44,7 @@ def memory(tmp_path: Path, clock: FakeClock) -> Iterator[Memory]:
 
 @pytest.fixture
 def queue(memory: Memory) -> ActionQueue:
-    return ActionQueue(memory)
+    return memory.actions
 
 
 def other_ledger(memory: Memory, clock: FakeClock, **options: Any) -> Ledger:
@@ -323,7 +323,7 @@ def test_a_done_capture_yields_the_text_even_before_an_indexing_pass(
     tabs(memory, "p", (4, "https://db.example/checkpoints", True))
     action = queue.capture_tab()
     (claimed,) = queue.claim("h", "p")
-    sync = BrowserSync(memory, "p")  # what the host does with the extension's frames
+    sync = memory.browser("p")  # what the host does with the extension's frames
     sync.capture(
         "https://db.example/checkpoints", html=ARTICLE, title="Checkpoints",
         visit=VisitRecord(visit_id="v-1", visited_at=1_700_000_000, tab_id=4),
@@ -383,7 +383,7 @@ def test_the_host_pushes_actions_for_its_profile_and_records_their_outcome(
         ])  # fmt: skip
         memory = Memory(make_config(home), client="mcp:claude")
         try:
-            actions = ActionQueue(memory)
+            actions = memory.actions
             proposed = actions.group_tabs([5], title="Work", color="green")
             elsewhere = actions.close_tabs([5])
             push = recv_push(host)
@@ -416,7 +416,7 @@ def test_a_host_pushes_nothing_to_an_extension_that_does_not_take_actions(
     home = actions_home(tmp_path)
     memory = Memory(make_config(home), client="mcp:claude")
     try:
-        action = ActionQueue(memory).create_bookmark("https://a.example/")
+        action = memory.actions.create_bookmark("https://a.example/")
         with HostProcess(home) as old, HostProcess(home) as new:
             fields = {**hello_fields("p"), "capabilities": ["notify"]}
             assert "actions" in old.ok("hello", **fields)["capabilities"]
@@ -438,7 +438,7 @@ def test_two_hosts_never_both_push_the_same_action(tmp_path: Path) -> None:
         second.hello("shared")
         memory = Memory(make_config(home), client="mcp:claude")
         try:
-            queue = ActionQueue(memory)
+            queue = memory.actions
             ids = [wire_id(queue.close_tabs([n])) for n in range(6)]
             pushed: list[str] = []
 
@@ -466,7 +466,7 @@ def test_the_captured_page_arrives_before_the_answer_to_capture_tab(tmp_path: Pa
         try:
             memory.snapshot_tabs([TabInput(tab_id=9, window_id=1, url="https://db.example/c",
                                            active=True)], profile="p")  # fmt: skip
-            queue = ActionQueue(memory)
+            queue = memory.actions
             action = queue.capture_tab()
             push = recv_push(host)
             assert push["tab_id"] == 9
@@ -639,7 +639,7 @@ def test_an_action_the_host_cannot_deliver_is_recorded_as_failed(
     action = queue.close_tabs([1])
     read_end, write_end = os.pipe()
     os.write(write_end, frame({"id": "h-1", "type": "hello", **hello_fields("p")}))
-    sync = BrowserSync(memory)
+    sync = memory.browser()
     dispatcher = Dispatcher(sync, max_request_bytes=1 << 20)
     with os.fdopen(read_end, "rb") as stdin:
         try:

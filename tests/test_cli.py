@@ -22,9 +22,9 @@ from click.testing import CliRunner
 
 import gen_cli_docs
 from backtrail.cli import cli
-from backtrail.cli_common import EXIT_CODES, Date
-from backtrail.memory import Memory, VisitInfo
-from backtrail.progress import Interrupted, ProgressReporter
+from backtrail.cli.common import EXIT_CODES, Date
+from backtrail.cli.progress import Interrupted, ProgressReporter
+from backtrail.service.memory import Memory, VisitInfo
 from backtrail.store import Ledger
 from browser_files import ChromeHistory, chromium_user_data, firefox_root
 from helpers import make_config, wait_for
@@ -367,7 +367,7 @@ def test_doctor_reports_every_check_and_fails_when_something_is_wrong(data_home:
 def test_doctor_checks_the_model_file_sha256(data_home: Path) -> None:
     result = run(data_home, "doctor", "--json", BACKTRAIL_EMBEDDINGS="1")
     checks = {c["check"]: c for c in json.loads(result.stdout)["checks"]}
-    from backtrail.embedding import MODEL_SHA256
+    from backtrail.indexer.embedding import MODEL_SHA256
 
     assert checks["model files"]["ok"] and MODEL_SHA256 in checks["model files"]["detail"]
     assert checks["embedder"]["ok"] and "384-dimensional" in checks["embedder"]["detail"]

@@ -23,4 +23,4 @@ def test_starting_the_mcp_command_does_not_import_the_data_commands() -> None:
         "print(sorted(m for m in sys.modules if m.startswith('backtrail.cli')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "backtrail.cli_data" not in out.stdout and "backtrail.cli_mcp" in out.stdout
+    assert "backtrail.cli.search" not in out.stdout and "backtrail.cli.mcp" in out.stdout

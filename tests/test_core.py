@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backtrail import _core, embedding
+from backtrail import _core
+from backtrail.indexer import embedding
 
 TEXTS = [
     "Dark mode reduces eye strain in the evening.",

@@ -1,4 +1,4 @@
-"""``make run``'s main job (``python -m backtrail.demo``): stores sample pages, shows a
+"""``make run``'s main job (``python -m backtrail.cli.demo``): stores sample pages, shows a
 search, prints how to connect, and serves MCP over HTTP with a generated token."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from backtrail import demo
+from backtrail.cli import demo
 from helpers import wait_for
 
 INITIALIZE = {
@@ -39,7 +39,7 @@ def env_for(home: Path) -> dict[str, str]:
 
 def run_demo(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "backtrail.demo", *args],
+        [sys.executable, "-m", "backtrail.cli.demo", *args],
         env=env_for(home),
         capture_output=True,
         text=True,
@@ -85,7 +85,7 @@ def test_demo_serves_mcp_over_http_with_a_generated_token(data_home: Path) -> No
         [
             sys.executable,
             "-m",
-            "backtrail.demo",
+            "backtrail.cli.demo",
             "--source",
             "samples",
             "--no-install",

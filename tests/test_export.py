@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from backtrail import export
-from backtrail.memory import Memory, VisitInfo
+from backtrail.service import export
+from backtrail.service.memory import Memory, VisitInfo
 from helpers import make_config
 
 BACKTRAIL = str(Path(sys.executable).with_name("backtrail"))

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from backtrail.errors import InvalidInput
-from backtrail.extract import Extracted, clean_text, extract_main_text
+from backtrail.indexer.extract import Extracted, clean_text, extract_main_text
 
 PARAGRAPH = " ".join(
     f"Sentence {number} explains how the storage engine keeps pages on disk."

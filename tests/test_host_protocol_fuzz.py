@@ -21,9 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backtrail.browser_sync import BrowserSync
 from backtrail.errors import PageNotFound
-from backtrail.memory import Memory
 from backtrail.native_host.codes import Code
 from backtrail.native_host.dispatch import MESSAGE_TYPES, Dispatcher
 from backtrail.native_host.framing import (
@@ -34,6 +32,7 @@ from backtrail.native_host.framing import (
     encode_frame,
     valid_id,
 )
+from backtrail.service.memory import Memory
 from helpers import make_config
 from host_client import capture_fields, hello_fields, visit
 
@@ -263,7 +262,7 @@ NON_DESTRUCTIVE = tuple(kind for kind in MESSAGE_TYPES if kind != "forget")
 def test_the_dispatcher_answers_every_message_and_loses_nothing(
     memory: Memory, messages: list[dict[str, Any]], greet: bool
 ) -> None:
-    dispatcher = Dispatcher(BrowserSync(memory), max_request_bytes=1 << 24)
+    dispatcher = Dispatcher(memory.browser(), max_request_bytes=1 << 24)
     if greet:
         assert answer(dispatcher, {"id": "h", "type": "hello", **hello_fields()})["ok"]
     for message in messages:
@@ -280,7 +279,7 @@ def test_the_dispatcher_answers_every_message_and_loses_nothing(
 def test_arbitrary_json_objects_get_one_answer_each(
     memory: Memory, values: list[Any]
 ) -> None:
-    dispatcher = Dispatcher(BrowserSync(memory), max_request_bytes=1 << 24)
+    dispatcher = Dispatcher(memory.browser(), max_request_bytes=1 << 24)
     answer(dispatcher, {"id": "h", "type": "hello", **hello_fields()})
     for n, value in enumerate(values):
         message = value if not isinstance(value, dict) else {"id": f"j{n}", **value}
@@ -294,7 +293,7 @@ def test_arbitrary_json_objects_get_one_answer_each(
 def test_forget_messages_are_answered_and_only_forget_what_they_name(
     memory: Memory, message: dict[str, Any]
 ) -> None:
-    dispatcher = Dispatcher(BrowserSync(memory), max_request_bytes=1 << 24)
+    dispatcher = Dispatcher(memory.browser(), max_request_bytes=1 << 24)
     answer(dispatcher, {"id": "h", "type": "hello", **hello_fields()})
     response = answer(dispatcher, message)
     if response["ok"]:  # it may have named the kept page: store it again

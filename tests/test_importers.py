@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from backtrail import importers
+from backtrail.cli.progress import Interrupted
 from backtrail.errors import InvalidInput
 from backtrail.importers import BrowserDataUnreadable, BrowserFileNotFound, Profile, ProfileNotFound
-from backtrail.memory import Memory
-from backtrail.progress import Interrupted
+from backtrail.service import importing
+from backtrail.service.memory import Memory
 from backtrail.store import Ledger
 from browser_files import (
     AUTO_SUBFRAME,
@@ -100,7 +101,7 @@ def test_chrome_history_keeps_original_times_counts_and_referrers(
 ) -> None:
     profile = chrome_profile(tmp_path)
     chrome_counts = build_chrome(profile)
-    result = importers.import_history(memory, profile)
+    result = importing.import_history(memory, profile)
     assert (result.read, result.added, result.unsupported, result.invalid) == (5, 3, 2, 0)
     assert result.pages_created == 2
     pages = pages_of(memory)
@@ -126,9 +127,9 @@ def test_chrome_history_keeps_original_times_counts_and_referrers(
 def test_reimporting_history_adds_nothing(tmp_path: Path, memory: Memory, data_home: Path) -> None:
     profile = chrome_profile(tmp_path)
     build_chrome(profile)
-    importers.import_history(memory, profile)
+    importing.import_history(memory, profile)
     before = memory.stats().ledger
-    again = importers.import_history(memory, profile)
+    again = importing.import_history(memory, profile)
     assert (again.added, again.skipped, again.pages_created) == (0, 3, 0)
     after = memory.stats().ledger
     assert after.counts["visits"] == before.counts["visits"] == 3
@@ -139,7 +140,7 @@ def test_reimporting_history_adds_nothing(tmp_path: Path, memory: Memory, data_h
 def test_history_since_takes_only_later_visits(tmp_path: Path, memory: Memory) -> None:
     profile = chrome_profile(tmp_path)
     build_chrome(profile)
-    result = importers.import_history(memory, profile, since=T0 + 100)
+    result = importing.import_history(memory, profile, since=T0 + 100)
     assert (result.read, result.added) == (4, 2)
     assert set(pages_of(memory)) == {
         "https://www.sqlite.org/wal.html",
@@ -150,7 +151,7 @@ def test_history_since_takes_only_later_visits(tmp_path: Path, memory: Memory) -
 def test_imported_titles_are_searchable(tmp_path: Path, memory: Memory) -> None:
     profile = chrome_profile(tmp_path)
     build_chrome(profile)
-    importers.import_history(memory, profile)
+    importing.import_history(memory, profile)
     memory.catch_up(vectors=False)
     hits = memory.search("understood", mode="bm25").results
     assert [hit.url for hit in hits] == ["https://www.sqlite.org/lang.html"]
@@ -162,8 +163,8 @@ def test_history_of_two_profiles_is_kept_apart(tmp_path: Path, memory: Memory) -
     first, second = chrome_profile(tmp_path), chrome_profile(tmp_path, "Profile 1")
     build_chrome(first)
     build_chrome(second)  # the same visit ids, in another profile
-    importers.import_history(memory, first)
-    result = importers.import_history(memory, second)
+    importing.import_history(memory, first)
+    result = importing.import_history(memory, second)
     assert result.added == 3
     assert pages_of(memory)["https://www.sqlite.org/lang.html"].visit_count == 2
 
@@ -184,10 +185,10 @@ def test_interrupted_import_keeps_its_batches_and_resumes(
             raise Interrupted
 
     with pytest.raises(Interrupted):
-        importers.import_history(memory, profile, batch_size=3, progress=stop_after_second_batch)
+        importing.import_history(memory, profile, batch_size=3, progress=stop_after_second_batch)
     assert calls == [(0, 10, "import"), (3, 10, "import"), (6, 10, "import")]
     assert len(visits_of(data_home)) == 6
-    result = importers.import_history(memory, profile, batch_size=3)
+    result = importing.import_history(memory, profile, batch_size=3)
     assert (result.added, result.skipped) == (4, 6)
     assert len(visits_of(data_home)) == 10
 
@@ -199,7 +200,7 @@ def test_a_visit_the_ledger_refuses_is_left_out_not_fatal(tmp_path: Path, memory
     history.add_visit("https://example.com/" + "x" * 9000, T0 + 1, title="too long")
     history.add_visit("https://example.com/also-ok", T0 + 2, title="fine too")
     history.close()
-    result = importers.import_history(memory, profile)
+    result = importing.import_history(memory, profile)
     assert (result.added, result.invalid) == (2, 1)
     assert set(pages_of(memory)) == {"https://example.com/ok", "https://example.com/also-ok"}
 
@@ -218,7 +219,7 @@ def test_history_is_read_from_a_copy_while_the_browser_writes(
     places.add_visit("https://uncommitted.example/", T0 + 5, title="not yet")
     try:
         assert Path(str(profile.history_file) + "-wal").stat().st_size > 0
-        result = importers.import_history(memory, profile)
+        result = importing.import_history(memory, profile)
     finally:
         places.conn.rollback()
         places.close()
@@ -252,7 +253,7 @@ def test_firefox_history_matches_firefox_counts_and_types(
     places.add_visit("https://dl.example/file.zip", T0 + 80, visit_type=FF_DOWNLOAD)
     places.add_visit("about:preferences", T0 + 90, visit_type=FF_LINK)
     places.close()
-    result = importers.import_history(memory, profile)
+    result = importing.import_history(memory, profile)
     assert (result.read, result.added, result.unsupported) == (4, 3, 1)
     conn = sqlite3.connect(profile.history_file)
     firefox_counts = dict(conn.execute("SELECT url, visit_count FROM moz_places"))
@@ -285,14 +286,14 @@ def test_chrome_bookmarks_keep_folders_times_and_follow_removals(
         url("javascript:alert(1)", "a bookmarklet", T0 + 3, ident="11"),
     ]
     chrome_bookmarks(profile.bookmarks_file, bar, [url("https://example.org/", "Other", T0 + 4)])
-    result = importers.import_bookmarks(memory, profile)
+    result = importing.import_bookmarks(memory, profile)
     assert (result.read, result.added, result.skipped, result.removed) == (5, 4, 1, 0)
     stored = {b.browser_id: b for b in memory.list_bookmarks(profile="chrome:Default")}
     assert stored["9"].folder == "Bookmarks bar/Rust/Async"
     assert stored["9"].created_at == T0 + 2
     assert stored["5"].title == "WAL"
     chrome_bookmarks(profile.bookmarks_file, bar[:1])
-    again = importers.import_bookmarks(memory, profile)
+    again = importing.import_bookmarks(memory, profile)
     assert (again.added, again.unchanged, again.removed) == (0, 1, 3)
 
 
@@ -307,7 +308,7 @@ def test_firefox_bookmarks_follow_folders_and_leave_out_tags(
     tag = places.add_folder("databases", parent=4)  # a tag: not a bookmark
     places.add_bookmark("https://www.sqlite.org/wal.html", "", T0 + 2, parent=tag)
     places.close()
-    result = importers.import_bookmarks(memory, profile)
+    result = importing.import_bookmarks(memory, profile)
     assert (result.read, result.added) == (2, 2)
     stored = {
         b.browser_id: b for b in memory.list_bookmarks(profile="firefox:abcd.default-release")
@@ -325,20 +326,20 @@ def test_files_that_are_not_browser_databases_give_clear_errors(
 ) -> None:
     profile = chrome_profile(tmp_path)
     with pytest.raises(BrowserFileNotFound, match="History"):
-        importers.import_history(memory, profile)
+        importing.import_history(memory, profile)
     profile.directory.mkdir(parents=True)
     profile.history_file.write_bytes(b"this is not a database" * 100)
     with pytest.raises(BrowserDataUnreadable, match="not a readable SQLite database"):
-        importers.import_history(memory, profile)
+        importing.import_history(memory, profile)
     profile.history_file.unlink()
     sqlite3.connect(profile.history_file).execute(
         "CREATE TABLE urls (id INTEGER)"
     ).connection.close()
     with pytest.raises(BrowserDataUnreadable, match="table urls lacks"):
-        importers.import_history(memory, profile)
+        importing.import_history(memory, profile)
     profile.bookmarks_file.write_text("{not json", encoding="utf-8")
     with pytest.raises(BrowserDataUnreadable, match="not a bookmarks JSON file"):
-        importers.import_bookmarks(memory, profile)
+        importing.import_bookmarks(memory, profile)
     assert memory.stats().ledger.counts["visits"] == 0
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from backtrail import insights
 from backtrail.errors import InvalidInput
-from backtrail.memory import Memory, VisitInfo
+from backtrail.service import insights
+from backtrail.service.memory import Memory, VisitInfo
 from mcp_support import lean_config
 
 H = 3_600

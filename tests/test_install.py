@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from backtrail import install
 from backtrail.cli import cli
-from backtrail.install import BROWSERS, EXTENSION_ID, HOST_NAME, Platform
+from backtrail.cli import host_manifests as install
+from backtrail.cli.host_manifests import BROWSERS, EXTENSION_ID, HOST_NAME, Platform
 
 ORIGIN = f"chrome-extension://{EXTENSION_ID}/"
 

@@ -1,13 +1,10 @@
 """``backtrail mcp`` over stdio, driven by the official MCP client (a spawned server,
 the real protocol): every browsing tool, its error paths, resources, prompts, sampling,
-two servers on one data directory, and the fast start."""
+two servers on one data directory, and spawn-to-initialized with the plain SDK."""
 
 from __future__ import annotations
 
-import io
 import json
-import math
-import os
 import subprocess
 import threading
 import time
@@ -20,7 +17,6 @@ import pytest
 from mcp import Client
 from mcp_types import CreateMessageResult, Implementation, TextContent
 
-from backtrail.mcp_server.early import EARLY_PROTOCOL_VERSIONS
 from mcp_support import (
     BACKTRAIL,
     INITIALIZE,
@@ -33,19 +29,6 @@ from mcp_support import (
 )
 
 pytestmark = pytest.mark.anyio
-
-DISCOVER = {
-    "jsonrpc": "2.0",
-    "id": "probe-1",
-    "method": "server/discover",
-    "params": {
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-    },
-}
 
 
 @pytest.fixture
@@ -87,258 +70,12 @@ def _answers(lines: list[str], ident: object) -> list[dict[str, Any]]:
     return [m for m in map(json.loads, lines) if m.get("id") == ident and "method" not in m]
 
 
-def test_the_early_handshake_answer_is_exactly_the_sdks_and_is_sent_once(tmp_path: Path) -> None:
-    for opening in (INITIALIZE, DISCOVER):
-        fast, _ = _raw_session(tmp_path / "fast", [opening])
-        slow, _ = _raw_session(tmp_path / "slow", [opening], BACKTRAIL_MCP_FAST_START="0")
-        fast_answers, slow_answers = _answers(fast, opening["id"]), _answers(slow, opening["id"])
-        assert len(fast_answers) == 1, fast  # the SDK's duplicate was dropped
-        assert len(slow_answers) == 1, slow
-        assert fast_answers[0] == slow_answers[0]
-
-
-def test_an_unusual_first_message_is_left_to_the_sdk(tmp_path: Path) -> None:
+def test_a_ping_first_and_an_unknown_protocol_version_get_the_sdks_answers(tmp_path: Path) -> None:
     old = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "1999-01-01"}}
     lines, _ = _raw_session(tmp_path, [{"jsonrpc": "2.0", "id": 7, "method": "ping"}, old])
     assert [a.get("result") for a in _answers(lines, 7)] == [{}]
     (answer,) = _answers(lines, 0)
     assert answer["result"]["protocolVersion"] == "2025-11-25"  # the SDK's counter-offer
-
-
-def test_the_mcp_command_answers_initialize_without_importing_the_heavy_modules() -> None:
-    """What `backtrail mcp` imports before its opening answer (the rest loads beside it
-    on the builder thread): no console library, store, memory, SDK or pydantic."""
-    heavy = ("rich", "backtrail.store", "backtrail.memory", "mcp",
-             "mcp_types", "pydantic", "anyio")  # fmt: skip
-    probe = (
-        "import sys\n"
-        "from backtrail import cli, cli_mcp\n"
-        "from backtrail.mcp_server import identity, stdio\n"
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} "
-        f"or m in {heavy!r}))"
-    )
-    python = str(Path(BACKTRAIL).parent / "python")
-    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout
-
-
-def test_the_reader_starts_warming_on_the_first_search_before_the_sdk_is_ready() -> None:
-    from backtrail.mcp_server import stdio
-
-    def call(ident: int, tool: str) -> bytes:
-        message = {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                   "params": {"name": tool, "arguments": {"query": "x"}}}  # fmt: skip
-        return (json.dumps(message) + "\n").encode()
-
-    def run(lines: list[bytes], ready_after: int) -> tuple[list[bytes], int]:
-        warmed = threading.Semaphore(0)
-        calls = []
-
-        def warm() -> None:
-            calls.append(1)
-            warmed.release()
-
-        read_end, write_end = os.pipe()
-        with os.fdopen(read_end, "rb") as raw, os.fdopen(write_end, "wb") as out:
-            reader = stdio._Reader(raw, warm, stdio._DroppingWriter(io.BytesIO(), set()))
-            got = []
-            for i, line in enumerate(lines):
-                if i == ready_after:
-                    reader.sdk_ready()
-                out.write(line)
-                out.flush()
-                got.append(reader.next_line())  # in order, one at a time
-            out.close()
-            got += [reader.next_line(), reader.next_line()]  # the end, and again
-        warmed.acquire(timeout=0.5)  # the warm-up runs on its own thread
-        return got, len(calls)
-
-    opening = (json.dumps(INITIALIZE) + "\n").encode()
-    stats, search, forgotten = call(2, "memory_stats"), call(3, "search_memory"), call(
-        4, "find_forgotten_content"
-    )
-    got, warmed = run([opening, stats, b"not json\n", search, forgotten], ready_after=99)
-    assert got == [opening, stats, b"not json\n", search, forgotten, b"", b""]
-    assert warmed == 1  # once, for the first query tool; not for memory_stats
-    assert run([opening, stats], ready_after=99)[1] == 0
-    assert run([opening, stats, search], ready_after=2)[1] == 0  # the SDK was ready first
-
-
-async def test_the_query_tools_that_start_the_model_early_are_tools_of_the_server(
-    tmp_path: Path,
-) -> None:
-    from backtrail.mcp_server import early, identity
-
-    async with Client(stdio_params(tmp_path), mode="legacy") as client:
-        names = {t.name for t in (await client.list_tools()).tools}
-    assert identity.QUERY_TOOLS <= names, identity.QUERY_TOOLS - names
-    assert set(early.EARLY_TOOLS) <= identity.QUERY_TOOLS
-
-
-def test_a_search_sent_during_the_sdk_import_loads_the_model_beside_it(tmp_path: Path) -> None:
-    seed(tmp_path)
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-    def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": tool, "arguments": arguments}}  # fmt: skip
-
-    warming = "a search arrived while the MCP SDK loads"
-    search = call("memory_search", {"query": "checkpoints"})  # not answered early
-    lines, stderr = _raw_session(tmp_path, [INITIALIZE, initialized, search], MCP_EMBEDDINGS="on")
-    (answer,) = _answers(lines, 2)
-    assert answer["result"]["structuredContent"]["mode"] == "hybrid", answer
-    assert warming in stderr
-    lines, stderr = _raw_session(
-        tmp_path, [INITIALIZE, initialized, call("memory_stats", {})], MCP_EMBEDDINGS="on"
-    )
-    (answer,) = _answers(lines, 2)
-    assert answer["result"]["structuredContent"]["model"] == "not loaded", answer
-    assert warming not in stderr
-
-
-def _close(got: Any, want: Any) -> bool:
-    """Equal, floats within 1e-6 (a search's time decay moves between two runs)."""
-    if isinstance(want, float) and isinstance(got, float):
-        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9)
-    if isinstance(want, dict) and isinstance(got, dict):
-        return got.keys() == want.keys() and all(_close(got[k], want[k]) for k in want)
-    if isinstance(want, list) and isinstance(got, list):
-        return len(got) == len(want) and all(map(_close, got, want))
-    return type(got) is type(want) and got == want
-
-
-@pytest.mark.parametrize("protocol", EARLY_PROTOCOL_VERSIONS)
-def test_a_search_and_the_tool_list_sent_during_the_sdk_import_are_answered_as_the_sdk_would(
-    tmp_path: Path, protocol: str
-) -> None:
-    """A client that searches and lists the tools right after its handshake is answered
-    while the SDK still loads: the search by the code the SDK's tool runs, the tool list
-    as an earlier server's SDK gave it. Each answer equals the SDK's own; a call the
-    early path will not take (a limit out of range) is still the SDK's."""
-    seed(tmp_path)
-    log = tmp_path / "calls.jsonl"
-    env = {"MCP_EMBEDDINGS": "on", "BACKTRAIL_MCP_CALL_LOG": str(log)}
-
-    def call(ident: int, arguments: dict[str, Any]) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
-                "params": {"name": "search_memory", "arguments": arguments}}  # fmt: skip
-
-    # limits above the number of results: a next-page cursor would hold the time
-    opening = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": protocol}}
-    messages = [
-        opening,
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        call(2, {"query": "checkpoints in the write-ahead log", "limit": 25}),
-        call(3, {"query": "wal", "limit": 99}),
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-            "name": "find_forgotten_content",
-            "arguments": {"description": "bread starter", "limit": 25}}},
-    ]
-    sdk, _ = _raw_session(tmp_path, messages, BACKTRAIL_MCP_FAST_START="0", **env)
-    first, first_err = _raw_session(tmp_path, messages, **env)
-    logged = len(read_json_lines(log))
-    early, early_err = _raw_session(tmp_path, messages, **env)
-
-    assert "answered search_memory while the MCP SDK loads" in first_err, first_err
-    assert "answered tools/list" not in first_err  # no tool list kept yet: the SDK's is kept
-    assert "answered search_memory while the MCP SDK loads" in early_err, early_err
-    assert "answered tools/list while the MCP SDK loads" in early_err, early_err
-    assert "answered find_forgotten_content while the MCP SDK loads" in early_err, early_err
-    for ident in (2, 3, 4, 5):
-        (want,) = _answers(sdk, ident)
-        for lines in (first, early):
-            (got,) = _answers(lines, ident)
-            assert _close(got, want), (ident, got, want)
-    (hits,) = _answers(early, 2)
-    assert hits["result"]["structuredContent"]["mode"] == "hybrid"
-    assert hits["result"]["structuredContent"]["results"], hits
-    (refused,) = _answers(early, 3)
-    assert refused["result"]["isError"] is True
-    assert "limit" in refused["result"]["content"][0]["text"]
-    calls = read_json_lines(log)[logged:]  # the last server's calls, each recorded once
-    assert sorted((c["tool"], c["client"], c["ok"]) for c in calls) == [
-        ("find_forgotten_content", "mcp:raw-test", True),
-        ("search_memory", "mcp:raw-test", False), ("search_memory", "mcp:raw-test", True),
-    ]  # fmt: skip
-    (candidates,) = _answers(early, 5)
-    assert candidates["result"]["structuredContent"]["results"][0]["url"] == (
-        "https://bread.example/sourdough"
-    )
-
-
-def test_only_well_formed_requests_are_taken_before_the_sdk_is_ready() -> None:
-    from backtrail.mcp_server.early import _arguments, early_method
-
-    def call(arguments: object, name: str = "search_memory") -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-                "params": {"name": name, "arguments": arguments}}  # fmt: skip
-
-    listing = {"jsonrpc": "2.0", "id": "l", "method": "tools/list"}
-    assert early_method(call({"query": "x"})) == "tools/call"
-    assert early_method(listing) == early_method({**listing, "params": {"_meta": {}}})
-    assert early_method(listing) == "tools/list"
-    for other in ({**listing, "params": {"cursor": "2"}}, {**listing, "id": True},
-                  {**listing, "jsonrpc": "1.0"}, {**listing, "id": None},
-                  call({"query": "x"}, "memory_stats"), {"jsonrpc": "2.0", "id": 1},
-                  [listing]):  # fmt: skip
-        assert early_method(other) is None, other
-    good = {"query": "wal", "limit": 3, "since": "2 days ago", "until": 1_700_000_000,
-            "domains": ["sqlite.org"], "kinds": ["page", "note"], "cursor": None}  # fmt: skip
-    assert _arguments("search_memory", good) == good
-    assert _arguments("search_memory", {"query": "wal"}) == {
-        "query": "wal", "limit": 8, "since": None, "until": None, "domains": None,
-        "kinds": None, "cursor": None,
-    }  # fmt: skip
-    # what the SDK would coerce (a string or float limit) or refuse goes to the SDK
-    for bad in ({"limit": 3}, {"query": 5}, {"query": "x", "limit": "3"},
-                {"query": "x", "limit": True}, {"query": "x", "limit": 3.0},
-                {"query": "x", "kinds": ["tab"]}, {"query": "x", "kinds": "page"},
-                {"query": "x", "domains": "sqlite.org"}, {"query": "x", "since": 1.5},
-                {"query": "x", "cursor": 2}, {"query": "x", "extra": 1}, ["x"]):  # fmt: skip
-        assert _arguments("search_memory", bad) is None, bad
-    forgotten = "find_forgotten_content"
-    assert early_method(call({"description": "x"}, forgotten)) == "tools/call"
-    assert _arguments(forgotten, {"description": "x"}) == {"description": "x", "limit": 5}
-    assert _arguments(forgotten, {"description": "x", "limit": 2}) == {
-        "description": "x", "limit": 2
-    }  # fmt: skip
-    for bad in ({"query": "x"}, {"description": "x", "limit": "2"}, {"description": None}):
-        assert _arguments(forgotten, bad) is None, bad
-
-
-def test_a_kept_tool_list_answers_only_the_same_code_settings_and_protocol(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import backtrail
-    from backtrail.mcp_server import early
-    from backtrail.mcp_server.settings import McpSettings
-
-    def answers(**settings: Any) -> early.EarlyAnswers:
-        def no_memory() -> Any:
-            raise AssertionError("a tool list needs no memory")
-
-        return early.EarlyAnswers(no_memory, McpSettings(**settings), tmp_path / "cache")
-
-    now, older = early.Opening("2025-11-25", "x"), early.Opening("2025-06-18", "x")
-    listing = {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}
-    tools = {"tools": [{"name": "search_memory", "inputSchema": {"type": "object"}}]}
-    assert answers().answer(listing, now) is None  # nothing kept yet
-    answers().keep_tools("2025-11-25", {**tools, "nextCursor": "2"})  # a first page only
-    assert answers().answer(listing, now) is None
-    answers().keep_tools("2025-11-25", tools)
-    assert answers().answer(listing, now) == {"jsonrpc": "2.0", "id": 9, "result": tools}
-    assert answers().answer(listing, older) is None  # kept per protocol version
-    assert answers().answer(listing, early.Opening("2024-11-05", "x")) is None
-    assert answers().answer(listing, None) is None  # no early handshake
-    assert answers(demo_tools=True).answer(listing, now) is None  # other settings
-    (kept,) = (tmp_path / "cache").iterdir()
-    kept.write_text("{not json")
-    assert answers().answer(listing, now) is None
-    answers().keep_tools("2025-11-25", tools)
-    monkeypatch.setattr(backtrail, "__version__", "0.0.0-another")
-    assert answers().answer(listing, now) is None  # another release
 
 
 _STRAY = """
@@ -676,36 +413,6 @@ async def test_the_call_log_records_every_call_and_no_secrets(tmp_path: Path) ->
     assert all(e["ms"] >= 0 for e in entries)
 
 
-def _spawn_to_initialized(home: Path, **env: str) -> float:
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [BACKTRAIL, "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=server_env(home, **env),
-    )
-    try:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
-        process.stdin.flush()
-        answer = json.loads(process.stdout.readline())
-        elapsed = time.perf_counter() - started
-        assert answer["result"]["serverInfo"]["name"] == "backtrail"
-        return elapsed
-    finally:
-        process.kill()
-        process.wait(10)
-
-
-def test_the_server_answers_initialize_before_loading_anything_heavy(tmp_path: Path) -> None:
-    """Relative, because this machine is shared: the early answer must not wait for the
-    SDK and the memory (absolute times: tests/mcp_timing.py)."""
-    fast = min(_spawn_to_initialized(tmp_path) for _ in range(3))
-    slow = _spawn_to_initialized(tmp_path, BACKTRAIL_MCP_FAST_START="0")
-    assert fast < slow / 2
-
-
 async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) -> None:
     """The one test with the embedding model: loaded at start (--preload-model), it finds
     a page by meaning with none of its words, and facts too."""
@@ -736,7 +443,7 @@ async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) ->
 
 
 def test_claude_config_prints_and_merges_the_entry_keeping_the_rest(tmp_path: Path) -> None:
-    from backtrail.mcp_server.claude_config import doctor_checks
+    from backtrail.cli.client_config import doctor_checks
 
     env = server_env(tmp_path / "home")
     printed = subprocess.run(

@@ -23,7 +23,7 @@ from backtrail.errors import (
     Paused,
     VersionConflict,
 )
-from backtrail.memory import Memory, SearchPage, SearchUnavailable, VisitInfo
+from backtrail.service.memory import Memory, SearchPage, SearchUnavailable, VisitInfo
 from backtrail.store import HOME_ENV, Ledger, TabInput
 from helpers import LOREM, cached_embedder, make_config, share_model
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from backtrail.summaries import (
+from backtrail.service.summaries import (
     ChainSettings,
     Source,
     SummaryChain,

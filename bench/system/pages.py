@@ -79,7 +79,7 @@ class Corpus:
         self.index_of = {p["id"]: i for i, p in enumerate(self.passages)}
         vec_path, ids_path = common.DATA_DIR / VECTORS_FILE, common.DATA_DIR / IDS_FILE
         if not vec_path.exists():
-            from backtrail import embedding
+            from backtrail.indexer import embedding
             from bench.run_core import core_corpus_vectors
 
             common.say("no cached core vectors yet: embedding the corpus once (~13 min)")
@@ -175,7 +175,7 @@ class CachedEmbedder:
         self.misses += len(missing)
         if missing:
             if self._real is None:
-                from backtrail import embedding
+                from backtrail.indexer import embedding
 
                 self._real = embedding.load_embedder()
             vectors = self._real.embed([texts[i] for i in missing])
@@ -214,7 +214,7 @@ def real_pages(count: int, seed: int, now_ms: int, *, tag: str = "real") -> list
 def typical_pages(count: int, now_ms: int) -> list[tuple[Page, str]]:
     """(page, marker) for ``count`` pages around the median size, each with a unique
     marker word in its first paragraph that survives text extraction."""
-    from backtrail.extract import extract_main_text
+    from backtrail.indexer.extract import extract_main_text
 
     pages = sorted(corpus.load_pages(), key=lambda p: len(p["text"]))
     middle = len(pages) // 2

@@ -41,10 +41,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from backtrail import embedding
+from backtrail.indexer import embedding
 from backtrail.config import Config
 from backtrail.indexer import Indexer
-from backtrail.memory import Memory
+from backtrail.service.memory import Memory
 from bench import baselines, common, corpus, metrics, queries
 from bench.common import say
 from bench.system import mcpclients as mc

@@ -35,7 +35,9 @@ from backtrail.errors import InvalidInput
 from backtrail.store import HOME_ENV, LEDGER_FILENAME, Limits, data_dir
 from backtrail.store.core import SYNCHRONOUS_MODES
 
-__all__ = ["Config", "Setting", "SETTINGS", "CONFIG_FILENAMES", "ENV_PREFIX"]
+__all__ = [
+    "Config", "Setting", "SETTINGS", "CONFIG_FILENAMES", "ENV_PREFIX", "HOME_ENV", "data_dir",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,6 @@ ENV_PREFIX = "BACKTRAIL_"
 CONFIG_FILENAMES = ("config.toml", "config.json")
 INDEX_DIRNAME = "index"
 MODEL_CACHE_DIRNAME = "model-cache"
-MCP_CACHE_DIRNAME = "mcp-cache"
 INDEXER_LOCK_FILENAME = "indexer.lock"
 HOST_LOCK_FILENAME = "host.lock"
 
@@ -94,6 +95,12 @@ class Config:
         "Largest HTML or text a capture accepts at all (UTF-8 bytes); larger input is "
         "refused with LimitExceeded instead of being cut.",
         minimum=1,
+    )
+    max_request_bytes: int = _setting(
+        16_777_216,
+        "Largest message the native host accepts from the extension (bytes, at most "
+        "64 MiB, the browser's own limit); a larger one is refused with error 3.",
+        minimum=1024,
     )
     defer_extraction: bool = _setting(
         True,
@@ -352,12 +359,6 @@ class Config:
     def model_cache_dir(self) -> Path:
         """onnxruntime's optimised graph of the embedding model (rebuildable)."""
         return self.home / MODEL_CACHE_DIRNAME
-
-    @property
-    def mcp_cache_dir(self) -> Path:
-        """The MCP SDK's tool lists, kept for the early answers of new stdio servers
-        (rebuildable)."""
-        return self.home / MCP_CACHE_DIRNAME
 
     @property
     def indexer_lock_path(self) -> Path:

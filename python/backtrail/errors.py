@@ -35,10 +35,14 @@ __all__ = [
     "StoreError",
     "StoreBusy",
     "SchemaTooNew",
+    "IndexBusy",
+    "IndexFailure",
+    "SearchUnavailable",
     "short_repr",
 ]
 
 _REPR_LIMIT = 80
+
 
 
 def short_repr(value: object, limit: int = _REPR_LIMIT) -> str:
@@ -329,3 +333,35 @@ class SchemaTooNew(StoreError):
 
     def details(self) -> dict[str, Any]:
         return {"found": self.found, "supported": self.supported}
+
+
+class IndexBusy(BacktrailError):
+    """Another process kept the index busy for longer than the wait allowed."""
+
+    code = "index_busy"
+
+    def __init__(self, waited: float) -> None:
+        super().__init__(
+            f"another process is indexing and did not finish within {waited:g} s; try again"
+        )
+        self.waited = waited
+
+
+class IndexFailure(StoreError):
+    """The search index could not be read or written."""
+
+    code = "index_error"
+
+
+class SearchUnavailable(BacktrailError):
+    """The search mode asked for needs the embedding model, which is not available."""
+
+    code = "search_unavailable"
+
+    def __init__(self, mode: str, reason: str) -> None:
+        super().__init__(f"{mode} search is unavailable: {reason}; use mode 'bm25'")
+        self.mode = mode
+        self.reason = reason
+
+    def details(self) -> dict[str, Any]:
+        return {"mode": self.mode, "reason": self.reason}

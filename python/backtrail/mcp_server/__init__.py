@@ -4,18 +4,18 @@ mcp-memory-bridge, resources and prompts, over stdio or streamable HTTP.
 ``serve(config, transport="stdio" | "http", ...)`` runs a server (blocking);
 ``build_server(memory_factory, ...)`` (in :mod:`backtrail.mcp_server.server`) builds one.
 Importing this package is cheap: the MCP SDK and the memory are imported only when a
-server is built, after a stdio client's ``initialize`` has been answered.
+server is built.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from backtrail.mcp_server.settings import DEFAULT_PORT, McpSettings
 
@@ -23,9 +23,8 @@ if TYPE_CHECKING:
     from backtrail.config import Config
     from backtrail.mcp_server.calllog import CallLog
     from backtrail.mcp_server.holder import MemoryHolder
-    from backtrail.mcp_server.stdio import StdioRunner
 
-__all__ = ["serve", "serve_settings", "build_server", "McpSettings"]
+__all__ = ["main", "serve", "serve_settings", "build_server", "McpSettings"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +35,44 @@ def __getattr__(name: str) -> Any:
 
         return build_server
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LOG_FORMAT = "backtrail %(levelname)s %(name)s: %(message)s"
+
+
+def main(
+    *, data_dir: str | os.PathLike[str] | None = None, lean: bool = False, **overrides: Any
+) -> None:
+    """``backtrail mcp`` and ``python -m backtrail.mcp_server``: settings from the
+    environment and ``overrides`` (those not ``None``), logs on stderr, then serve until
+    the client leaves. A setting or token problem is one line on stderr and exit
+    status 2."""
+    from backtrail.config import Config
+    from backtrail.errors import BacktrailError
+    from backtrail.mcp_server.http import AuthSetupError, load_tokens
+    from backtrail.mcp_server.settings import config_overrides
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=_LOG_FORMAT)
+    logging.getLogger("backtrail.mcp_server").setLevel(logging.INFO)
+    try:
+        settings = McpSettings.from_env(**overrides)
+        if settings.transport == "http":
+            load_tokens(settings, "check")  # fail closed, before anything is opened
+        changes = config_overrides()
+        if lean:
+            changes["embeddings"] = False
+        serve_settings(Config.load(data_dir, overrides=changes), settings)
+    except (AuthSetupError, ValueError) as error:
+        _fail(str(error))
+    except BacktrailError as error:
+        _fail(error.message)
+    except KeyboardInterrupt:
+        pass
+
+
+def _fail(message: str) -> NoReturn:
+    sys.stderr.write(f"backtrail mcp: {message}\n")
+    raise SystemExit(2)
 
 
 def serve(
@@ -50,7 +87,6 @@ def serve(
     client_id: str | None = None,
     preload_model: bool = False,
     log_calls: str | os.PathLike[str] | None = None,
-    fast_start: bool = True,
     on_listening: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the memory of ``config`` over MCP until the client leaves (stdio) or the
@@ -63,35 +99,33 @@ def serve(
         transport=transport, client_id=client_id, host=host, port=port, auth_token=auth_token,
         token_file=Path(token_file) if token_file is not None else None,
         allowed_hosts=tuple(allowed_hosts), preload_model=preload_model,
-        call_log=Path(log_calls) if log_calls is not None else None, fast_start=fast_start,
+        call_log=Path(log_calls) if log_calls is not None else None,
     )  # fmt: skip
     serve_settings(config, settings, on_listening=on_listening)
 
 
 def serve_settings(
-    config: Config | Callable[[], Config],
+    config: Config,
     settings: McpSettings,
     *,
     on_listening: Callable[[str], None] | None = None,
 ) -> None:
-    """:func:`serve` with the settings already gathered. ``config`` may be a function
-    that loads it: over stdio it is then loaded after ``initialize`` is answered."""
-    load = config if callable(config) else (lambda: config)
+    """:func:`serve` with the settings already gathered."""
     if settings.transport == "http":
-        _serve_http(load(), settings, on_listening)
+        _serve_http(config, settings, on_listening)
     else:
-        _serve_stdio(load, settings)
+        _serve_stdio(config, settings)
 
 
 def _holder(config: Config, settings: McpSettings) -> MemoryHolder:
     from backtrail.mcp_server.holder import MemoryHolder
-    from backtrail.memory import Memory
+    from backtrail.service import Memory
 
     default = settings.client_id or ("mcp-http" if settings.transport == "http" else "mcp")
     if settings.transport != "http" and config.embed_threads == 0:
-        # A stdio server embeds one query at a time (and its client's few writes), and a
-        # hybrid search embeds beside the BM25 pool: a second intra-op thread cost 40%
-        # more CPU per query embedding for 20-25% less wall time (bench/system/README.md).
+        # A stdio server embeds one query at a time, beside the BM25 side of a hybrid
+        # search: a second intra-op thread costs more CPU than it saves time there
+        # (bench/system/README.md).
         config = config.replace(embed_threads=1)
     return MemoryHolder(lambda: Memory(config, client=default))
 
@@ -121,57 +155,33 @@ def _preload(holder: MemoryHolder) -> None:
     threading.Thread(target=_warm, args=(holder,), name="backtrail-model", daemon=True).start()
 
 
-def _serve_stdio(load_config: Callable[[], Config], settings: McpSettings) -> None:
-    from backtrail.mcp_server.early import EarlyAnswers
-    from backtrail.mcp_server.stdio import serve_stdio
+def _serve_stdio(config: Config, settings: McpSettings) -> None:
+    """The SDK's stdio transport as it is: it claims fds 0 and 1 for the protocol and
+    points them at the null device and stderr, so no stray output reaches the wire."""
+    import anyio
 
-    made: list[MemoryHolder] = []
-    answers: list[EarlyAnswers] = []
-    holder_made = threading.Event()
+    holder = _holder(config, settings)
+    server = _build(holder, settings, _call_log(settings))
+    _open_soon(holder, preload_model=settings.preload_model)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        holder.close()
 
-    def prepare() -> StdioRunner:
+
+def _open_soon(holder: MemoryHolder, *, preload_model: bool) -> None:
+    """Open the memory (and load the model) beside the handshake, so the first tool
+    call does not wait for it; a failure is reported again by that call."""
+
+    def run() -> None:
         try:
-            config = load_config()
-            holder = _holder(config, settings)  # before the SDK: warm() and early() need it
-            made.append(holder)
-            call_log = _call_log(settings)
-            answers.append(EarlyAnswers(holder.get, settings, config.mcp_cache_dir, call_log))
-        finally:
-            holder_made.set()
-        # before the SDK: an early search would otherwise wait for the SDK's imports to
-        # release pydantic's module lock, and build its output model under contention
-        importlib.import_module("backtrail.mcp_server.searching")
-        import anyio
-        from mcp.server.stdio import stdio_server
+            memory = holder.get()
+            if preload_model:
+                memory.load_model()
+        except Exception as error:
+            logger.warning("could not open the memory yet: %s", error)
 
-        server = _build(holder, settings, call_log)
-        holder.get()  # open the memory now, not on the first tool call
-        if settings.preload_model:
-            _preload(holder)
-        # MCPServer serves stdio only on the process's own streams; the low-level server
-        # it wraps takes explicit ones (the replaying reader of the fast start).
-        lowlevel = server._lowlevel_server
-
-        async def runner(stdin: Any, stdout: Any) -> None:
-            try:
-                async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
-                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
-            finally:
-                await anyio.to_thread.run_sync(holder.close)
-
-        return runner
-
-    def warm() -> None:
-        logger.info("a search arrived while the MCP SDK loads: loading the embedding model now")
-        holder_made.wait()
-        if made:
-            _warm(made[0])
-
-    def early() -> EarlyAnswers | None:
-        holder_made.wait()
-        return answers[0] if answers else None
-
-    serve_stdio(prepare, fast_start=settings.fast_start, warm=warm, early=early)
+    threading.Thread(target=run, name="backtrail-open", daemon=True).start()
 
 
 def _serve_http(

@@ -1,7 +1,7 @@
-"""``python -m backtrail.mcp_server``: ``backtrail mcp`` without the command line
-(settings from the environment only)."""
+"""``python -m backtrail.mcp_server``: ``backtrail mcp`` with every setting from the
+environment (``MCP_TRANSPORT=http`` serves HTTP)."""
 
-from backtrail.cli_mcp import main_from_env
+from backtrail.mcp_server import main
 
 if __name__ == "__main__":
-    main_from_env()
+    main()

@@ -1,7 +1,7 @@
 """Tools that reach into the user's browser, and their read-only companions.
 
 Browser actions (capture the active tab, create a bookmark, group or close tabs) are
-proposed through :class:`~backtrail.actions.ActionQueue`: a ledger row that the native
+proposed through :class:`~backtrail.service.actions.ActionQueue`: a ledger row that the native
 host of the user's browser picks up and pushes to the extension over its open port. A
 tool waits a bounded time for the outcome (``BACKTRAIL_MCP_ACTION_WAIT``) and reports
 it; a browser that is not connected leaves the action pending, and the answer says so
@@ -21,8 +21,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from backtrail import insights
-from backtrail.actions import GROUP_COLORS, MAX_TABS, ActionQueue, describe, wire_id
 from backtrail.errors import BacktrailError, InvalidInput
 from backtrail.mcp_server.formatting import iso, web_block
 from backtrail.mcp_server.insight_tools import SummaryOutput, _provenance, _summary_output
@@ -37,8 +35,8 @@ from backtrail.mcp_server.server import (
     Runtime,
 )
 from backtrail.mcp_server.tools import render_page
-from backtrail.memory import PageText, SearchResult
-from backtrail.store import Action, Tab
+from backtrail.service import Action, PageText, SearchResult, Tab, insights
+from backtrail.service.actions import GROUP_COLORS, MAX_TABS, ActionQueue, describe, wire_id
 
 __all__ = ["register", "ActionOutput", "ActionFailed", "ActionRefused", "ActionExpired"]
 
@@ -174,7 +172,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
     settings = rt.settings
 
     def queue() -> ActionQueue:
-        return ActionQueue(rt.memory)
+        return rt.memory.actions
 
     async def propose(caller: Caller, method: str, *args: Any, **kwargs: Any) -> Action:
         actions = queue()

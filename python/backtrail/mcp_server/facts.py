@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from backtrail.errors import BacktrailError, FactNotFound, InvalidInput, KeyExists, VersionConflict
 from backtrail.mcp_server.formatting import iso, parse_cursor
 from backtrail.mcp_server.server import DESTRUCTIVE, OVERWRITES, READ_ONLY, Caller, Reply, Runtime
-from backtrail.store import Event, Fact
+from backtrail.service import Event, Fact
 
 __all__ = ["register"]
 

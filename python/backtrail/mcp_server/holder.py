@@ -1,4 +1,4 @@
-"""The one :class:`~backtrail.memory.Memory` a server opens, on first use.
+"""The one :class:`~backtrail.service.memory.Memory` a server opens, on first use.
 
 Apart from :mod:`backtrail.mcp_server.server`, which imports the MCP SDK: the stdio
 runner needs a holder while the SDK is still loading, to load the embedding model beside
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from backtrail.memory import Memory
+    from backtrail.service import Memory
 
 __all__ = ["MemoryHolder"]
 

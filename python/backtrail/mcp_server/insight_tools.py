@@ -10,7 +10,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from backtrail import insights
 from backtrail.mcp_server.formatting import (
     TIME_HELP,
     iso,
@@ -21,7 +20,8 @@ from backtrail.mcp_server.formatting import (
     web_block,
 )
 from backtrail.mcp_server.server import READ_ONLY, SUMMARY, Caller, Reply, Runtime
-from backtrail.summaries import Attempt, Summary
+from backtrail.service import insights
+from backtrail.service.summaries import Attempt, Summary
 
 __all__ = ["register", "render_sessions", "render_digest"]
 

@@ -6,11 +6,11 @@ as web content) and tells the model which tools to use next."""
 
 from mcp.server.mcpserver import MCPServer
 
-from backtrail import insights
 from backtrail.mcp_server.formatting import web_block
 from backtrail.mcp_server.insight_tools import render_digest
 from backtrail.mcp_server.searching import render_results
 from backtrail.mcp_server.server import Runtime
+from backtrail.service import insights
 
 __all__ = ["register"]
 

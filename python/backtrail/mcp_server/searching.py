@@ -1,9 +1,6 @@
-"""What the search tools do and how their answers read, without the MCP SDK.
-
-``search_memory`` and ``find_forgotten_content`` (:mod:`backtrail.mcp_server.tools`)
-run through here, and so do the stdio runner's early answers to them while the SDK is
-still loading (:mod:`backtrail.mcp_server.early`): one code path, whichever answers.
-"""
+"""What the search tools do and how their answers read: ``search_memory`` and
+``find_forgotten_content`` (:mod:`backtrail.mcp_server.tools`) and the prompts that
+search run through here."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from backtrail.errors import InvalidInput
 from backtrail.mcp_server.formatting import fact_block, iso, note_block, parse_time, web_block
-from backtrail.memory import Memory, SearchPage, SearchResult
+from backtrail.service import Memory, SearchPage, SearchResult
 
 __all__ = ["FORGOTTEN_LIMIT", "MAX_SEARCH_RESULTS", "SEARCH_KINDS", "SEARCH_LIMIT", "SearchKind",
            "SearchOutput", "bounded", "find_forgotten", "render_results", "search_answer",

@@ -1,10 +1,10 @@
 """The MCP server factory: ``build_server(memory_factory, ...) -> MCPServer``.
 
 The server is a thin adapter: each tool validates nothing itself beyond what its typed
-parameters say, calls the service (:class:`~backtrail.memory.Memory`,
-:mod:`backtrail.insights`, :mod:`backtrail.summaries`) on a worker thread, and renders
-the answer twice: readable text for the model (web content delimited and labelled) and
-structured content matching the tool's output schema. Every failure is a tool result
+parameters say, calls the service (:class:`~backtrail.service.Memory`, its insights
+and its summary chain) on a worker thread, and renders the answer twice: readable
+text for the model (web content delimited and labelled) and structured content
+matching the tool's output schema. Every failure is a tool result
 with ``isError`` — a mistake the model can fix, with a message that says how — never a
 protocol error.
 
@@ -36,8 +36,8 @@ from backtrail.mcp_server import identity
 from backtrail.mcp_server.calllog import CallLog
 from backtrail.mcp_server.holder import MemoryHolder
 from backtrail.mcp_server.settings import McpSettings
-from backtrail.memory import Memory
-from backtrail.summaries import Sampler, SummaryChain
+from backtrail.service import Memory
+from backtrail.service.summaries import Sampler, SummaryChain
 
 __all__ = ["build_server", "Runtime", "Caller", "Reply", "MemoryHolder", "READ_ONLY",
            "WRITES", "DESTRUCTIVE", "OVERWRITES", "SUMMARY", "BROWSER", "CLOSES",

@@ -22,8 +22,6 @@ Variable                                  Meaning
 ``MCP_PRELOAD_MODEL``                     start instead of on the first search.
 ``BACKTRAIL_MCP_CALL_LOG``,               A file to append a forensic record of every
 ``MCP_DEBUG_LOG``                         tool call to (JSON lines, no secrets).
-``BACKTRAIL_MCP_FAST_START``              ``0``: let the SDK answer ``initialize``
-                                          itself (slower start; for debugging).
 ``BACKTRAIL_MCP_ACTION_WAIT``             Seconds a browser-action tool waits for the
                                           browser's outcome (default 15).
 ``BACKTRAIL_MCP_ACTION_CLAIM_WAIT``       Seconds it waits for a browser to pick the
@@ -90,7 +88,6 @@ class McpSettings:
     allowed_hosts: tuple[str, ...] = ()
     preload_model: bool = False
     call_log: Path | None = None
-    fast_start: bool = True
     action_wait: float = DEFAULT_ACTION_WAIT
     action_claim_wait: float = DEFAULT_ACTION_CLAIM_WAIT
     action_ttl: int = DEFAULT_ACTION_TTL
@@ -121,7 +118,6 @@ class McpSettings:
                 env_flag(env, "BACKTRAIL_MCP_PRELOAD_MODEL", "MCP_PRELOAD_MODEL")
             ),
             "call_log": Path(call_log).expanduser() if call_log else None,
-            "fast_start": env_flag(env, "BACKTRAIL_MCP_FAST_START") is not False,
             "action_wait": _seconds(env, "BACKTRAIL_MCP_ACTION_WAIT", DEFAULT_ACTION_WAIT),
             "action_claim_wait": _seconds(
                 env, "BACKTRAIL_MCP_ACTION_CLAIM_WAIT", DEFAULT_ACTION_CLAIM_WAIT

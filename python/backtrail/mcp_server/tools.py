@@ -15,7 +15,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
-from backtrail import insights
 from backtrail.errors import InvalidInput, PageNotFound
 from backtrail.mcp_server import searching
 from backtrail.mcp_server.formatting import (
@@ -36,8 +35,7 @@ from backtrail.mcp_server.searching import (
     bounded,
 )
 from backtrail.mcp_server.server import DESTRUCTIVE, READ_ONLY, WRITES, Caller, Reply, Runtime
-from backtrail.memory import PageText, TimelineEntry
-from backtrail.store import Bookmark, Highlight, Note, Tab
+from backtrail.service import Bookmark, Highlight, Note, PageText, Tab, TimelineEntry, insights
 
 __all__ = ["register", "render_page"]
 

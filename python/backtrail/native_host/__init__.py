@@ -11,8 +11,8 @@ Modules: ``framing`` (frames and their errors), ``schema`` (field validation),
 ``server`` (the session loop), ``codes`` (frozen error codes), ``logs`` (log file).
 
 Settings: everything in :class:`backtrail.config.Config` (``BACKTRAIL_HOME`` chooses
-the data directory), plus ``BACKTRAIL_MAX_REQUEST_BYTES`` (the per-message cap,
-default 16 MiB) and ``BACKTRAIL_LOG_LEVEL``.
+the data directory, ``BACKTRAIL_MAX_REQUEST_BYTES`` the per-message cap), plus
+``BACKTRAIL_LOG_LEVEL``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-__all__ = ["HOST_NAME", "MAX_REQUEST_ENV", "main", "run"]
+if TYPE_CHECKING:
+    from backtrail.config import Config
+
+__all__ = ["HOST_NAME", "main", "run"]
 
 HOST_NAME = "com.backtrail.host"
-MAX_REQUEST_ENV = "BACKTRAIL_MAX_REQUEST_BYTES"
 
 logger = logging.getLogger(__name__)
 
@@ -70,21 +72,14 @@ def _claim_stdout() -> IO[bytes]:
     return os.fdopen(fd, "wb")
 
 
-def max_request_bytes(config: object, environ: Mapping[str, str]) -> int:
-    """The per-message cap: ``Config.max_request_bytes`` when Config has it, else
-    ``BACKTRAIL_MAX_REQUEST_BYTES``, else 16 MiB; always within 1 KiB..64 MiB."""
+def max_request_bytes(config: Config | None) -> int:
+    """The per-message cap: ``Config.max_request_bytes`` within the browser's 64 MiB
+    (the default when the settings could not be loaded)."""
     from backtrail.native_host.framing import DEFAULT_MAX_REQUEST_BYTES, MAX_FRAME_BYTES
 
-    value: object = getattr(config, "max_request_bytes", None)
-    if value is None and environ.get(MAX_REQUEST_ENV, "").strip():
-        try:
-            value = int(environ[MAX_REQUEST_ENV].strip())
-        except ValueError:
-            logger.warning("ignoring %s=%r: not an integer", MAX_REQUEST_ENV,
-                           environ[MAX_REQUEST_ENV][:40])  # fmt: skip
-    if not isinstance(value, int) or isinstance(value, bool):
+    if config is None:
         return DEFAULT_MAX_REQUEST_BYTES
-    return min(max(value, 1024), MAX_FRAME_BYTES)
+    return min(config.max_request_bytes, MAX_FRAME_BYTES)
 
 
 def run(
@@ -97,14 +92,13 @@ def run(
     """Serve one browser session on ``stdin``/``stdout``; returns the exit status.
     When the store cannot be opened the host still answers, with error 14 and the
     reason, so the extension can show it."""
-    from backtrail.browser_sync import BrowserSync
     from backtrail.config import Config
     from backtrail.errors import BacktrailError
-    from backtrail.memory import Memory
     from backtrail.native_host.dispatch import Dispatcher
     from backtrail.native_host.framing import FrameReader, FrameWriter
     from backtrail.native_host.logs import setup_logging
     from backtrail.native_host.server import serve
+    from backtrail.service import Memory
 
     env = os.environ if environ is None else environ
     config: Config | None = None
@@ -120,13 +114,13 @@ def run(
         try:
             memory = Memory(config, client="native-host")
             # MCP servers leave the browser's embedding backlog to us while we run.
-            memory.indexer.announce_host()
+            memory.announce_host()
         except (BacktrailError, OSError) as error:
             failure = f"the Backtrail store at {config.home} could not be opened: {error}"
     if failure:
         logger.error("%s", failure)
-    limit = max_request_bytes(config, env)
-    sync = BrowserSync(memory) if memory is not None else None
+    limit = max_request_bytes(config)
+    sync = memory.browser() if memory is not None else None
     dispatcher = Dispatcher(sync, max_request_bytes=limit, failure=failure)
     try:
         return serve(FrameReader(stdin, limit), FrameWriter(stdout), dispatcher)

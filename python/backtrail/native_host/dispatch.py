@@ -1,5 +1,5 @@
 """Requests to responses: validation of each message type against PROTOCOL.md section 3
-and translation to :class:`~backtrail.browser_sync.BrowserSync` / ``Memory`` calls.
+and translation to :class:`~backtrail.service.browser_sync.BrowserSync` / ``Memory`` calls.
 
 No rule about what is stored lives here: handlers read fields (``schema.Fields``),
 convert milliseconds to seconds, call the service, and shape its answer. The dispatcher
@@ -18,15 +18,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backtrail import __version__, urls
-from backtrail.actions import wire_id
-from backtrail.browser_sync import EXPORT_KINDS, BrowserSync, HistoryVisit, VisitRecord
+from backtrail import __version__
 from backtrail.errors import BacktrailError, InvalidUrl
 from backtrail.native_host.codes import RETRYABLE, Code, HostError, error_for
 from backtrail.native_host.export import ExportPager, fit, search_item
 from backtrail.native_host.framing import MAX_RESPONSE_BYTES, Inbound
 from backtrail.native_host.schema import MAX_URL_CHARS, Fields
-from backtrail.store import Action, BookmarkInput, TabInput
+from backtrail.service import (
+    EXPORT_KINDS,
+    Action,
+    BookmarkInput,
+    BrowserSync,
+    HistoryVisit,
+    TabInput,
+    VisitRecord,
+    validate_capture_url,
+)
+from backtrail.service.actions import wire_id
 
 __all__ = ["PROTOCOL_VERSION", "MESSAGE_TYPES", "BATCHED_TYPES", "Dispatcher", "response"]
 
@@ -338,7 +346,7 @@ class Dispatcher:
                 for v in item.objects("visits", max_items=5_000)
             ]
             try:
-                urls.validate_capture_url(url)
+                validate_capture_url(url)
             except InvalidUrl:
                 invalid += len(entries)  # not http(s): the extension should have dropped it
                 continue

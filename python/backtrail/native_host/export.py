@@ -13,11 +13,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from backtrail.browser_sync import BrowserSync
-from backtrail.memory import SearchResult
 from backtrail.native_host.codes import Code, HostError
 from backtrail.native_host.framing import MAX_RESPONSE_BYTES, encode_json
-from backtrail.store import Bookmark, Highlight, Note, Page, Tab, Visit
+from backtrail.service import Bookmark, BrowserSync, Highlight, Note, Page, SearchResult, Tab, Visit
 
 __all__ = ["RESULT_BUDGET", "ExportPager", "fit", "record_item", "search_item"]
 

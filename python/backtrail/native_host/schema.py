@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from backtrail import urls
 from backtrail.errors import InvalidUrl
 from backtrail.native_host.codes import Code, HostError, scheme_refused
+from backtrail.service import scrub_url
 
 __all__ = ["Fields", "MAX_TIME_MS", "MAX_TITLE_CHARS", "MAX_URL_CHARS"]
 
@@ -168,7 +168,7 @@ class Fields:
         if value is None:
             return None
         try:
-            return urls.scrub_url(value)
+            return scrub_url(value)
         except InvalidUrl as error:
             code = Code.FORBIDDEN_SCHEME if scheme_refused(error) else Code.INVALID_VALUE
             raise HostError(code, f"{self.name(key)} {error.reason}",

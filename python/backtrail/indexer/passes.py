@@ -1,8 +1,8 @@
-"""The indexer (DESIGN layer 3): brings the core index up to the ledger's change feed.
+"""The indexing passes: :class:`Indexer` brings the core index up to the ledger's change feed.
 
 The ledger is the truth; the index in ``<data_dir>/index`` is derived from it and can
 always be rebuilt. Indexing runs in two phases, because embedding is the expensive step
-(about 35 passages a second on two cores) and text must become searchable first:
+and text must become searchable first:
 
 1. **Text.** Read the changes after the text watermark, read the *current* state of each
    entity they name (several changes may name one entity; a deleted entity is simply
@@ -19,108 +19,55 @@ always be rebuilt. Indexing runs in two phases, because embedding is the expensi
    a batch that was committed keeps its vectors, and a re-run skips passages that
    already carry a vector for their current text.
 
-**Document ids** are stable 63-bit integers, ``(type << 56) | (entity_id << 16) |
-passage``: 8 bits of type code (:data:`TYPE_PAGE` for a page without text, e.g. from a
-history import; :data:`TYPE_PASSAGE`, :data:`TYPE_HIGHLIGHT`, :data:`TYPE_NOTE`,
-:data:`TYPE_BOOKMARK`, :data:`TYPE_FACT`), 40 bits of ledger row id and 16 bits of passage
-number. Every document of a page (its passages, or its title-only document) has the
-page's base id ``doc_id(TYPE_PAGE, page_id)`` as ``parent``, so hits group per page and
-``delete_parents`` removes a page whole.
-
-**Watermark.** Each commit publishes a JSON watermark (:class:`Watermark`):
-``{"format": 1, "text": T, "vectors": V, "text_scan": null, "vector_scan": null}``.
-``T`` and ``V`` are ledger change sequence numbers: every change up to ``T`` is
-searchable as text, every change up to ``V`` has its vectors. A fresh index (or
-:meth:`Indexer.reindex`) does not replay the change feed, which may have been pruned: it
-records the current sequence ``M`` as ``T`` and ``V`` and *scans* every entity in id
-order, keeping its position (``["page", 1234]``) in ``text_scan`` / ``vector_scan``
-until the scan ends, so a killed rebuild resumes where it stopped.
-
-**Concurrency and threads.** Every process may index; only one at a time does. An
-indexing *pass* (read changes, stage, commit) holds the indexer lock: a ``flock`` on
-``<data_dir>/indexer.lock`` plus a thread lock, so the watermark can never move back and
-a slow pass can never resurrect what a later pass deleted. Background passes try the
-lock without waiting and skip quietly when another process holds it (that process will
-index these changes too; the skipping process checks again a little later). Ledger
-writers never wait for indexing: the indexer reads the ledger through its own SQLite
-connection (WAL readers never block writers), and :meth:`Indexer.schedule` only sets an
-event. In long-running processes one daemon thread per :class:`Indexer` runs passes
-after writes, debounced by ``indexer_debounce`` (but at least every
-``indexer_max_delay`` seconds under a steady stream), text first and then vector
-batches, releasing the lock between batches so other processes' text and ``forget``
-get their turn. Short-lived commands call :meth:`Indexer.catch_up` instead.
-
-**Who does the work.** The native host announces itself (:class:`HostPresence`, a shared
-``flock`` on ``<data_dir>/host.lock`` that the kernel drops when the host dies). While a
-host runs, the background threads of other processes (MCP servers, one per assistant
-window) index and embed only up to their own writes and leave the browser's backlog to
-the host (``defer_vectors_to_host``), so N assistants do not all spend the machine's two
-cores on the same pages; with no host they do everything as before.
+**Threads.** Ledger writers never wait for indexing: the indexer reads the ledger
+through its own SQLite connection (WAL readers never block writers), and
+:meth:`Indexer.schedule` only sets an event. In long-running processes one daemon thread
+per :class:`Indexer` runs passes after writes, debounced by ``indexer_debounce`` (but at
+least every ``indexer_max_delay`` seconds under a steady stream), text first and then
+vector batches, releasing the lock between batches so other processes' text and
+``forget`` get their turn. Short-lived commands call :meth:`Indexer.catch_up` instead.
 
 **Vector merges.** Each commit that brings vectors adds a vector segment. Merging the
-small ones rebuilds an HNSW graph (seconds at 100k pages), so it runs on its own thread
+small ones rebuilds an HNSW graph, so it runs on its own thread
 beside the indexing thread, at the same low priority, and builds the graph without the
 index's write lock (``_core.Index.merge_vectors``): commits, and so captures becoming
 searchable, never wait for a merge.
+
+Ids are in :mod:`~backtrail.indexer.ids`, documents in :mod:`~backtrail.indexer.documents`,
+the watermark in :mod:`~backtrail.indexer.reads`, the locks in :mod:`~backtrail.indexer.locks`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import re
 import shutil
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, NamedTuple, Protocol, cast
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Protocol, cast
 
 from backtrail import _core
 from backtrail.config import Config
-from backtrail.errors import BacktrailError, StoreError
-from backtrail.extract import extract_main_text
-from backtrail.store import Bookmark, Change, Fact, Highlight, Ledger, Note, Page
-
-__all__ = [
-    "TYPE_PAGE", "TYPE_PASSAGE", "TYPE_HIGHLIGHT", "TYPE_NOTE", "TYPE_BOOKMARK", "TYPE_FACT",
-    "ENTITY_TYPES", "MAX_ENTITY_ID", "MAX_PASSAGES", "DocRef", "doc_id", "parse_doc_id",
-    "page_parent", "entity_doc_id", "chunk_text", "page_documents", "item_document",
-    "embedding_text", "EntityReader", "Watermark", "IndexLag", "IndexBusy", "IndexFailure",
-    "Indexer", "Progress", "TextEmbedder",
-]  # fmt: skip
+from backtrail.errors import BacktrailError, IndexBusy, IndexFailure
+from backtrail.indexer.documents import (
+    Document,
+    embedding_text,
+    item_document,
+    page_documents,
+)
+from backtrail.indexer.extract import extract_main_text
+from backtrail.indexer.ids import (
+    entity_doc_id,
+    page_parent,
+)
+from backtrail.indexer.locks import HostPresence, PassLock, lower_thread_priority
+from backtrail.indexer.reads import EntityReader, IndexLag, Watermark, next_scan
+from backtrail.store import Change, Ledger, Page
 
 logger = logging.getLogger(__name__)
 
-# ---------------------------------------------------------------------------- ids
 
-TYPE_PAGE = 1
-TYPE_PASSAGE = 2
-TYPE_HIGHLIGHT = 3
-TYPE_NOTE = 4
-TYPE_BOOKMARK = 5
-TYPE_FACT = 6
-
-_TYPE_SHIFT = 56
-_ENTITY_SHIFT = 16
-MAX_ENTITY_ID = (1 << (_TYPE_SHIFT - _ENTITY_SHIFT)) - 1
-MAX_PASSAGES = 1 << _ENTITY_SHIFT
-
-ENTITY_TYPES = ("page", "highlight", "note", "bookmark", "fact")
-_ENTITY_OF_TYPE = {
-    TYPE_PAGE: "page", TYPE_PASSAGE: "page", TYPE_HIGHLIGHT: "highlight", TYPE_NOTE: "note",
-    TYPE_BOOKMARK: "bookmark", TYPE_FACT: "fact",
-}  # fmt: skip
-_TYPE_OF_ENTITY = {
-    "page": TYPE_PAGE, "highlight": TYPE_HIGHLIGHT, "note": TYPE_NOTE,
-    "bookmark": TYPE_BOOKMARK, "fact": TYPE_FACT,
-}  # fmt: skip
-
-Document = dict[str, Any]
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, phase)``; ``phase`` is ``"text"``, ``"vectors"``,
 ``"rebuild-text"`` or ``"rebuild-vectors"``. Counts are changes (or entities, while
@@ -133,512 +80,6 @@ class TextEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-class DocRef(NamedTuple):
-    """A decoded document id."""
-
-    type_code: int
-    entity_id: int
-    passage: int
-
-    @property
-    def entity_type(self) -> str:
-        """The ledger entity the document comes from (``page`` for passages too)."""
-        return _ENTITY_OF_TYPE[self.type_code]
-
-
-def doc_id(type_code: int, entity_id: int, passage: int = 0) -> int:
-    """The stable index id of ``passage`` of the entity ``entity_id`` of ``type_code``."""
-    if type_code not in _ENTITY_OF_TYPE:
-        raise ValueError(f"unknown document type code {type_code}")
-    if not 1 <= entity_id <= MAX_ENTITY_ID:
-        raise ValueError(f"entity id {entity_id} is out of range (1..{MAX_ENTITY_ID})")
-    if not 0 <= passage < MAX_PASSAGES:
-        raise ValueError(f"passage number {passage} is out of range (0..{MAX_PASSAGES - 1})")
-    return (type_code << _TYPE_SHIFT) | (entity_id << _ENTITY_SHIFT) | passage
-
-
-def parse_doc_id(value: int) -> DocRef:
-    """Inverse of :func:`doc_id`; ``ValueError`` for an id it could not have made."""
-    ref = DocRef(
-        value >> _TYPE_SHIFT,
-        (value >> _ENTITY_SHIFT) & MAX_ENTITY_ID,
-        value & (MAX_PASSAGES - 1),
-    )
-    if ref.type_code not in _ENTITY_OF_TYPE or ref.entity_id == 0:
-        raise ValueError(f"{value} is not a Backtrail document id")
-    return ref
-
-
-def page_parent(page_id: int) -> int:
-    """The grouping key (and title-only document id) of a page."""
-    return doc_id(TYPE_PAGE, page_id)
-
-
-def entity_doc_id(entity_type: str, entity_id: int) -> int:
-    """The base document id of a ledger entity (a page's parent id)."""
-    return doc_id(_TYPE_OF_ENTITY[entity_type], entity_id)
-
-
-# ----------------------------------------------------------------------- chunking
-
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
-_URL_SEPARATORS = re.compile(r"[/?#&=+_.\-]+")
-
-
-def chunk_text(
-    text: str, size: int = 1_000, overlap: int = 100, max_passages: int | None = None
-) -> list[str]:
-    """Split ``text`` into passages of at most ``size`` characters.
-
-    Passages break between lines (paragraphs) when they can, else between sentences,
-    else between words (or anywhere, for text without spaces). Each passage after the
-    first starts with up to ``overlap`` characters from the end of the previous one,
-    cut at a word boundary. The result depends only on the arguments, so re-chunking
-    unchanged text yields the same passages (and the index keeps their vectors).
-    """
-    if overlap < 0 or overlap * 2 > size:
-        raise ValueError(f"overlap must be between 0 and size / 2, got {overlap}")
-    limit = size - overlap - 1 if overlap else size
-    passages: list[str] = []
-    current = ""
-    for piece, starts_line in _units(text, limit):
-        sep = "\n" if starts_line else " "
-        if current and len(current) + len(sep) + len(piece) > size:
-            passages.append(current)
-            if max_passages is not None and len(passages) >= max_passages:
-                return passages
-            tail = _tail(current, overlap)
-            current = f"{tail}{sep}{piece}" if tail else piece
-        else:
-            current = f"{current}{sep}{piece}" if current else piece
-    if current:
-        passages.append(current)
-    return passages
-
-
-def _units(text: str, limit: int) -> Iterator[tuple[str, bool]]:
-    """(piece, starts a line) pieces of at most ``limit`` characters, in order."""
-    for line in text.split("\n"):
-        line = line.strip()
-        if not line:
-            continue
-        if len(line) <= limit:
-            yield line, True
-            continue
-        first = True
-        for sentence in _SENTENCE_END.split(line):
-            for piece in _split_words(sentence, limit):
-                yield piece, first
-                first = False
-
-
-def _split_words(text: str, limit: int) -> Iterator[str]:
-    while len(text) > limit:
-        cut = text.rfind(" ", 0, limit + 1)
-        if cut < limit // 2:
-            cut = limit
-        head, text = text[:cut].rstrip(), text[cut:].lstrip()
-        if head:
-            yield head
-    if text:
-        yield text
-
-
-def _tail(passage: str, overlap: int) -> str:
-    if overlap <= 0 or len(passage) <= overlap:
-        return ""
-    tail = passage[-overlap:]
-    space = next((i for i, ch in enumerate(tail) if ch.isspace()), -1)
-    if 0 <= space < len(tail) - 1:
-        tail = tail[space + 1 :]
-    return tail.strip()
-
-
-# ---------------------------------------------------------------------- documents
-
-
-def _url_words(url: str) -> str:
-    """A URL as searchable words: ``github.com rust lang rust issues``."""
-    rest = url.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0]
-    host, _, path = rest.partition("/")
-    words = [word for word in _URL_SEPARATORS.split(path) if word]
-    return " ".join([host, *words])
-
-
-def page_documents(
-    page: Page, *, passage_chars: int = 1_000, overlap: int = 100, max_passages: int = 4_000
-) -> list[Document]:
-    """The documents of a page: one ``passage`` per chunk of its current text, or one
-    title-only ``page`` document (title and URL words) when it has no text."""
-    base = page_parent(page.id)
-    common = {
-        "url": page.url, "domain": page.domain, "title": page.title or "", "parent": base,
-        "first_seen": page.first_seen, "last_seen": page.last_seen,
-        "visits": page.visit_count,
-    }  # fmt: skip
-    chunks = chunk_text(page.text or "", passage_chars, overlap, min(max_passages, MAX_PASSAGES))
-    if not chunks:
-        return [{"id": base, "kind": "page", "body": _url_words(page.url), **common}]
-    return [
-        {"id": doc_id(TYPE_PASSAGE, page.id, n), "kind": "passage", "body": chunk, **common}
-        for n, chunk in enumerate(chunks)
-    ]
-
-
-def item_document(entity_type: str, item: Any) -> Document:
-    """The one document of a highlight, note, bookmark or fact."""
-    base = {"id": entity_doc_id(entity_type, item.id), "kind": entity_type, "visits": 0,
-            "first_seen": item.created_at, "last_seen": item.updated_at}  # fmt: skip
-    if isinstance(item, Highlight):
-        body = item.text if not item.note else f"{item.text}\n{item.note}"
-        return {**base, "url": item.url, "domain": item.domain, "title": "", "body": body}
-    if isinstance(item, Note):
-        return {**base, "url": item.url or "", "domain": item.domain or "", "title": "",
-                "body": item.content}  # fmt: skip
-    if isinstance(item, Bookmark):
-        body = " ".join(part for part in (item.folder, _url_words(item.url)) if part)
-        return {**base, "url": item.url, "domain": item.domain, "title": item.title or "",
-                "body": body}  # fmt: skip
-    if isinstance(item, Fact):
-        return {**base, "url": "", "domain": "", "title": item.key,
-                "body": f"{item.key}: {item.value}"}  # fmt: skip
-    raise TypeError(f"cannot index {type(item).__name__}")
-
-
-def embedding_text(doc: Document) -> str:
-    """What is embedded for a document: its title, then its body."""
-    title, body = doc.get("title") or "", doc.get("body") or ""
-    return f"{title}\n{body}".strip() if title else body.strip()
-
-
-# ------------------------------------------------------------------ ledger reads
-
-
-_ITEM_QUERIES: dict[str, tuple[str, str, str, type]] = {
-    "highlight": ("highlights", "id, url, canonical_url, domain, text, context, note, "
-                  "created_at, updated_at, external_id", "", Highlight),
-    "note": ("notes", "id, content, url, canonical_url, domain, created_at, updated_at, "
-             "external_id", "", Note),
-    "bookmark": ("bookmarks", "id, profile, browser_id, url, canonical_url, domain, title, "
-                 "folder, created_at, updated_at", "", Bookmark),
-    "fact": ("facts", "id, key, value, version, client, created_at, updated_at",
-             "AND deleted_at IS NULL", Fact),
-    "page": ("pages", "id", "", Page),
-}  # fmt: skip
-
-
-class EntityReader:
-    """Current state of indexable ledger entities, by id.
-
-    Pages go through :meth:`Ledger.pages_by_id`. The ledger has no bulk by-id reads for
-    highlights, notes, bookmarks and facts, nor an id-ordered scan, so those are plain
-    SELECTs in one of its read transactions until it grows them (see the report of the
-    service-layer issue).
-    """
-
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-
-    def fetch(
-        self, entity_type: str, ids: Sequence[int], *, with_text: bool = True
-    ) -> dict[int, Any]:
-        """``{id: record}`` for the ids that still exist (live facts only)."""
-        if entity_type == "page":
-            return dict(self._ledger.pages_by_id(list(ids), with_text=with_text))
-        table, columns, where, cls = _ITEM_QUERIES[entity_type]
-        found: dict[int, Any] = {}
-        with self._ledger._read() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(
-                    f"SELECT {columns} FROM {table} WHERE id IN ({marks}) {where}", chunk
-                )
-                for row in rows:
-                    found[row["id"]] = cls(**{key: row[key] for key in row.keys()})
-        return found
-
-    def ids_after(self, entity_type: str, after: int, limit: int) -> list[int]:
-        """Ids of existing entities greater than ``after``, ascending."""
-        table, _, where, _ = _ITEM_QUERIES[entity_type]
-        with self._ledger._read() as conn:
-            rows = conn.execute(
-                f"SELECT id FROM {table} WHERE id > ? {where} ORDER BY id LIMIT ?",
-                (after, limit),
-            ).fetchall()
-        return [int(row[0]) for row in rows]
-
-    def count(self, entity_type: str, upto: int | None = None) -> int:
-        """How many entities exist (with ``upto``: with an id up to it)."""
-        table, _, where, _ = _ITEM_QUERIES[entity_type]
-        bound = 2**63 - 1 if upto is None else upto
-        with self._ledger._read() as conn:
-            row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE id <= ? {where}", (bound,))
-            return int(row.fetchone()[0])
-
-    def scan_progress(self, position: tuple[str, int] | None) -> tuple[int, int]:
-        """(entities before ``position`` in scan order, all entities); ``None`` is the end."""
-        counts = [self.count(entity_type) for entity_type in ENTITY_TYPES]
-        if position is None:
-            return sum(counts), sum(counts)
-        at = ENTITY_TYPES.index(position[0])
-        return sum(counts[:at]) + self.count(position[0], position[1]), sum(counts)
-
-
-# ------------------------------------------------------------------- watermark
-
-
-@dataclass(frozen=True)
-class Watermark:
-    """How far the index is: see the module doc."""
-
-    text: int = 0
-    vectors: int = 0
-    text_scan: tuple[str, int] | None = None
-    vector_scan: tuple[str, int] | None = None
-
-    FORMAT = 1
-
-    @classmethod
-    def rebuild(cls, seq: int) -> Watermark:
-        """The watermark of an index that must scan every entity, starting at ``seq``."""
-        start = (ENTITY_TYPES[0], 0)
-        return cls(text=seq, vectors=seq, text_scan=start, vector_scan=start)
-
-    def dumps(self) -> str:
-        return json.dumps(
-            {"format": self.FORMAT, "text": self.text, "vectors": self.vectors,
-             "text_scan": self.text_scan, "vector_scan": self.vector_scan},
-            separators=(",", ":"),
-        )  # fmt: skip
-
-    @classmethod
-    def loads(cls, raw: str | None) -> Watermark | None:
-        """The watermark in ``raw``; ``None`` for no watermark or one this version
-        cannot read (the index is then rebuilt)."""
-        if raw is None:
-            return None
-        try:
-            data = json.loads(raw)
-            if data.get("format") != cls.FORMAT:
-                raise ValueError(f"format {data.get('format')!r}")
-            return cls(
-                text=_seq(data["text"]),
-                vectors=_seq(data["vectors"]),
-                text_scan=_scan(data.get("text_scan")),
-                vector_scan=_scan(data.get("vector_scan")),
-            )
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            logger.warning("the index watermark is unreadable (%s); rebuilding the index", error)
-            return None
-
-
-def _seq(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"bad sequence number {value!r:.40}")
-    return value
-
-
-def _scan(value: object) -> tuple[str, int] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or len(value) != 2 or value[0] not in ENTITY_TYPES:
-        raise ValueError(f"bad scan position {value!r:.60}")
-    return str(value[0]), _seq(value[1])
-
-
-def _next_scan(entity_type: str) -> tuple[str, int] | None:
-    position = ENTITY_TYPES.index(entity_type) + 1
-    return (ENTITY_TYPES[position], 0) if position < len(ENTITY_TYPES) else None
-
-
-@dataclass(frozen=True)
-class IndexLag:
-    """How far the index is behind the ledger. ``text`` counts changes not yet
-    searchable, ``vectors`` changes searchable as text but not yet embedded (both are
-    sequence-number distances, so pruned or merged changes may make them overcount)."""
-
-    ledger_seq: int
-    text_seq: int
-    vector_seq: int
-    text: int
-    vectors: int
-    rebuilding_text: bool
-    rebuilding_vectors: bool
-
-    @property
-    def text_caught_up(self) -> bool:
-        return self.text == 0 and not self.rebuilding_text
-
-    @property
-    def vectors_caught_up(self) -> bool:
-        return self.text_caught_up and self.vectors == 0 and not self.rebuilding_vectors
-
-
-class IndexBusy(BacktrailError):
-    """Another process kept the index busy for longer than the wait allowed."""
-
-    code = "index_busy"
-
-    def __init__(self, waited: float) -> None:
-        super().__init__(
-            f"another process is indexing and did not finish within {waited:g} s; try again"
-        )
-        self.waited = waited
-
-
-class IndexFailure(StoreError):
-    """The search index could not be read or written."""
-
-    code = "index_error"
-
-
-# ------------------------------------------------------------------------- lock
-
-
-class PassLock:
-    """Mutual exclusion of indexing passes: within the process (a re-entrant thread lock)
-    and across processes (``flock`` on a file; released by the kernel if we die)."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._mutex = threading.RLock()
-        self._depth = 0
-        self._fd: int | None = None
-
-    @contextmanager
-    def hold(self, wait: float) -> Iterator[bool]:
-        """Yields True with the lock held, or False if it was not free within ``wait``."""
-        deadline = time.monotonic() + wait
-        got = self._mutex.acquire(timeout=wait) if wait > 0 else self._mutex.acquire(False)
-        if not got:
-            yield False
-            return
-        try:
-            if self._depth == 0 and not self._lock_file(deadline):
-                yield False
-                return
-            self._depth += 1
-            try:
-                yield True
-            finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    _unlock_fd(self._file_fd())
-        finally:
-            self._mutex.release()
-
-    def _file_fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-        return self._fd
-
-    def _lock_file(self, deadline: float) -> bool:
-        fd = self._file_fd()
-        while not _try_lock_fd(fd):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
-
-    def close(self) -> None:
-        with self._mutex:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-
-
-class HostPresence:
-    """Whether a native host is serving this data directory: the host holds a shared
-    ``flock`` on ``host.lock`` for as long as it runs (the kernel drops it when the
-    process dies, however it dies); others test for it with a non-blocking exclusive
-    lock, which fails while any host holds its shared one. Several hosts (one per
-    browser profile) may hold it at once. Without ``flock`` (Windows) no host is ever
-    seen, and every process embeds as if it were alone."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._fd: int | None = None
-
-    @property
-    def announced(self) -> bool:
-        """True in the host process itself."""
-        return self._fd is not None
-
-    def announce(self) -> None:
-        """Hold the shared lock until :meth:`close` (the host does this)."""
-        if self._fd is not None or _lock_shared is None:
-            return
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            _lock_shared(fd)
-        except OSError:
-            os.close(fd)
-            raise
-        self._fd = fd
-
-    def present(self) -> bool:
-        """True if a host (in another process, or announced here) holds the lock."""
-        if self._fd is not None:
-            return True
-        if _lock_shared is None:
-            return False
-        try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            return False
-        try:
-            # Another process probing at the same moment holds the exclusive lock for
-            # a few microseconds: only a lock that stays taken means a host.
-            for attempt in range(3):
-                if _try_lock_fd(fd):
-                    _unlock_fd(fd)
-                    return False
-                time.sleep(0.005 * (attempt + 1))
-            return True
-        finally:
-            os.close(fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # releases the lock
-            self._fd = None
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _try_lock_fd(fd: int) -> bool:
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-            return True
-        except OSError:
-            return False
-
-    def _unlock_fd(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
-    _lock_shared: Callable[[int], None] | None = None
-
-else:
-    import fcntl
-
-    def _try_lock_fd(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-
-    def _unlock_fd(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def _lock_shared(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-
-
-# ---------------------------------------------------------------------- indexer
-
 _FETCH_CHUNK = 50
 _EXTRACT_BATCH = 20
 _SCAN_BATCH = {"page": 50}
@@ -646,21 +87,6 @@ _SCAN_BATCH_DEFAULT = 500
 _VECTOR_CHANGES = 1_000
 _YIELD_SECONDS = 0.05
 _MAX_RETRY_SECONDS = 300.0
-
-
-def lower_thread_priority(steps: int) -> None:
-    """Lower the calling thread's CPU priority by ``steps`` nice levels (at most to 19).
-    Linux only: there a thread's nice value is its own (threads it starts, e.g.
-    onnxruntime's pool when it loads the model, inherit it); elsewhere ``setpriority``
-    would lower the whole process, so nothing is done."""
-    if steps <= 0 or not sys.platform.startswith("linux"):
-        return
-    tid = threading.get_native_id()
-    try:
-        current = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, current + steps))
-    except OSError as error:  # e.g. a sandbox forbids it: indexing works as before
-        logger.debug("could not lower the indexing thread's priority: %s", error)
 
 
 def _entities(
@@ -730,11 +156,16 @@ class Indexer:
             return _core.Index(str(path), lock_timeout=self.config.index_lock_timeout)
         except _core.IndexCorrupt as error:
             logger.error("the search index is damaged (%s); rebuilding it from the ledger", error)
+        except _core.CoreError as error:
+            raise IndexFailure(f"cannot open the search index at {path}: {error}") from error
         with self._lock.hold(self.config.index_lock_timeout) as held:
             if not held:
                 raise IndexBusy(self.config.index_lock_timeout)
             shutil.rmtree(path, ignore_errors=True)
-            return _core.Index(str(path), lock_timeout=self.config.index_lock_timeout)
+            try:
+                return _core.Index(str(path), lock_timeout=self.config.index_lock_timeout)
+            except _core.CoreError as error:
+                raise IndexFailure(f"cannot create the search index at {path}: {error}") from error
 
     def close(self) -> None:
         """Stop the background thread (after its current batch) and release files."""
@@ -800,6 +231,9 @@ class Indexer:
     def _commit(self, mark: Watermark) -> Watermark:
         try:
             self.index.commit(mark.dumps())
+        except _core.LockTimeout as error:
+            self.index.rollback()
+            raise IndexBusy(self.config.index_lock_timeout) from error
         except _core.CoreError as error:
             self.index.rollback()
             raise IndexFailure(f"index commit failed: {error}") from error
@@ -843,7 +277,7 @@ class Indexer:
 
     def _merge_soon(self) -> None:
         """Start the merge thread when the index has more vector segments than searches
-        should visit. Merging rebuilds a graph (seconds at 100k pages), so it runs beside
+        should visit. Merging rebuilds a graph, so it runs beside
         the indexing thread, at its low priority, and never delays a commit."""
         if self._stop.is_set() or self._merging.is_set():
             return
@@ -1011,7 +445,7 @@ class Indexer:
             batch = _SCAN_BATCH.get(entity_type, _SCAN_BATCH_DEFAULT)
             ids = self._reader.ids_after(entity_type, after, batch)
             if not ids:
-                mark = replace(mark, text_scan=_next_scan(entity_type))
+                mark = replace(mark, text_scan=next_scan(entity_type))
                 if mark.text_scan is None:
                     mark = self._commit(mark)
                 continue
@@ -1137,7 +571,7 @@ class Indexer:
             entity_type, after = position
             ids = self._reader.ids_after(entity_type, after, _FETCH_CHUNK)
             if not ids:
-                position = _next_scan(entity_type)
+                position = next_scan(entity_type)
                 continue
             found = self._reader.fetch(entity_type, ids)
             for entity_id in ids:

@@ -1,36 +1,27 @@
-"""Health checks behind ``backtrail doctor``: is everything in place, and if not, what to do.
+"""Health checks of Backtrail's own parts behind ``backtrail doctor``: the data
+directory, the ledger and its schema, the index and its lag, the model files and
+onnxruntime. Checks only look: a missing data directory or ledger is reported, never
+created.
 
-Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | None}``,
-the shape the native-host installer (:func:`backtrail.install.doctor_checks`) and the
-MCP client configuration (:func:`backtrail.mcp_server.claude_config.doctor_checks`) also
-return; :func:`run_checks` puts them all together. Checks only look: a missing data
-directory or ledger is reported, never created.
+Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | None}``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import inspect
-import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backtrail import embedding
 from backtrail.config import Config
 from backtrail.errors import BacktrailError
+from backtrail.indexer import embedding
+from backtrail.service.memory import Memory
+from backtrail.store import SCHEMA_VERSION
 
-__all__ = ["Check", "run_checks", "core_checks", "sha256_file"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["Check", "check", "health_checks", "sha256_file"]
 
 Check = dict[str, Any]
-_SUPPLIERS = (
-    ("backtrail.install", "native messaging hosts"),
-    ("backtrail.mcp_server.claude_config", "AI client configuration"),
-)
 
 
 def check(name: str, ok: bool, detail: str, fix: str | None = None) -> Check:
@@ -45,19 +36,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def run_checks(
-    data_dir: str | os.PathLike[str] | None = None, *, load_model: bool = True
-) -> list[Check]:
-    """Every check: Backtrail's own, then the installer's and the MCP configuration's."""
-    try:
-        config = Config.load(data_dir)
-    except BacktrailError as error:
-        checks = [check("settings", False, error.message, "fix or remove the setting named")]
-        return checks + _supplied(None)
-    return core_checks(config, load_model=load_model) + _supplied(config)
-
-
-def core_checks(config: Config, *, load_model: bool = True) -> list[Check]:
+def health_checks(config: Config, *, load_model: bool = True) -> list[Check]:
     """Data directory, ledger schema, index health and lag, model files, onnxruntime."""
     checks = [_data_dir(config)]
     checks += _store(config)
@@ -79,13 +58,9 @@ def _data_dir(config: Config) -> Check:
 
 
 def _store(config: Config) -> list[Check]:
-    from backtrail.store import SCHEMA_VERSION
-
     if not config.ledger_path.exists():
         return [check("ledger", True, "no ledger yet (created on first capture or import)")]
     try:
-        from backtrail.memory import Memory
-
         memory = Memory(
             config.replace(background_indexing=False, embeddings=False), client="doctor"
         )
@@ -180,51 +155,6 @@ def _model(config: Config, load_model: bool) -> list[Check]:
         except Exception as error:
             results.append(check("embedder", False, str(error), "see the model files check"))
     return results
-
-
-def _supplied(config: Config | None) -> list[Check]:
-    """Checks from the installer and the MCP client configuration, when installed."""
-    results: list[Check] = []
-    for module_name, what in _SUPPLIERS:
-        try:
-            module = importlib.import_module(module_name)
-            supplier: Callable[..., list[Check]] = module.doctor_checks
-        except (ImportError, AttributeError) as error:
-            results.append(
-                check(
-                    what,
-                    False,
-                    f"cannot check: {module_name} is unavailable ({error})",
-                    "reinstall Backtrail",
-                )
-            )
-            continue
-        try:
-            results += [_normalised(item) for item in supplier(**_arguments(supplier, config))]
-        except Exception as error:  # a broken supplier must not hide the other checks
-            logger.debug("doctor checks of %s failed", module_name, exc_info=True)
-            results.append(check(what, False, f"checking failed: {error}", "run with -v"))
-    return results
-
-
-def _arguments(supplier: Callable[..., Any], config: Config | None) -> dict[str, Any]:
-    try:
-        names = inspect.signature(supplier).parameters
-    except (TypeError, ValueError):
-        return {}
-    if config is not None and "config" in names:
-        return {"config": config}
-    if config is not None and "data_dir" in names:
-        return {"data_dir": config.home}
-    return {}
-
-
-def _normalised(item: Any) -> Check:
-    if not isinstance(item, dict):
-        return check(str(item), False, "malformed check result")
-    ok = bool(item.get("ok"))
-    fix = item.get("fix")
-    return check(str(item.get("check", "?")), ok, str(item.get("detail", "")), fix)
 
 
 def _index_summary(index: dict[str, Any]) -> str:

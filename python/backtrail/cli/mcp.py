@@ -1,52 +1,21 @@
-"""The ``backtrail mcp`` and ``backtrail claude-config`` commands (registered by
-backtrail.cli). Thin: they gather settings from flags and the environment and call
-:mod:`backtrail.mcp_server`. Imports stay light here, because every ``backtrail``
-command imports this module and MCP hosts time the server's start."""
+"""The ``backtrail mcp`` and ``backtrail claude-config`` commands: flags in, then
+:func:`backtrail.mcp_server.main` (which reads the environment too) or the client
+configuration of :mod:`backtrail.cli.client_config`."""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
-from backtrail.mcp_server.settings import McpSettings, config_overrides
-
 if TYPE_CHECKING:
-    from backtrail.config import Config
+    pass
 
-__all__ = ["COMMANDS", "mcp_command", "claude_config_command", "main_from_env"]
-
-_FORMAT = "backtrail %(levelname)s %(name)s: %(message)s"
-
-
-def _configure_logging() -> None:
-    """Logs go to stderr (stdout is the protocol in stdio mode)."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=_FORMAT)
-    logging.getLogger("backtrail.mcp_server").setLevel(logging.INFO)
-
-
-def _config_loader(data_dir: Path | None, lean: bool) -> Callable[[], Config]:
-    def load() -> Config:
-        from backtrail.config import Config
-
-        overrides = config_overrides()
-        if lean:
-            overrides["embeddings"] = False
-        return Config.load(data_dir, overrides=overrides)
-
-    return load
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"backtrail mcp: {message}", err=True)
-    sys.exit(2)
-
+__all__ = ["COMMANDS", "mcp_command", "claude_config_command"]
 
 @click.command("mcp")
 @click.option(
@@ -139,44 +108,13 @@ def mcp_command(
       MCP_AUTH_TOKEN=$(cat ~/.backtrail/token) backtrail mcp --http --port 8765
       backtrail mcp --http --token-file tokens.json --allowed-host mybox.lan:8765
     """
-    _configure_logging()
-    try:
-        settings = McpSettings.from_env(
-            transport="http" if use_http else None, host=host, port=port, token_file=token_file,
-            allowed_hosts=allowed_hosts, client_id=client_id,
-            preload_model=True if preload_model else None, call_log=log_calls,
-        )  # fmt: skip
-    except ValueError as error:
-        _fail(str(error))
-    _serve(settings, _config_loader(data_dir, lean))
+    from backtrail import mcp_server
 
-
-def _serve(settings: McpSettings, load: Callable[[], Config]) -> None:
-    from backtrail.errors import BacktrailError
-    from backtrail.mcp_server import serve_settings
-    from backtrail.mcp_server.http import AuthSetupError, load_tokens
-
-    try:
-        if settings.transport == "http":
-            load_tokens(settings, "check")  # fail closed, before anything is opened
-        serve_settings(load, settings)
-    except (AuthSetupError, ValueError) as error:
-        _fail(str(error))
-    except BacktrailError as error:
-        _fail(error.message)
-    except KeyboardInterrupt:
-        pass
-
-
-def main_from_env() -> None:
-    """``python -m backtrail.mcp_server``: like ``backtrail mcp``, with every setting
-    from the environment (``MCP_TRANSPORT=http`` serves HTTP)."""
-    _configure_logging()
-    try:
-        settings = McpSettings.from_env()
-    except ValueError as error:
-        _fail(str(error))
-    _serve(settings, _config_loader(None, False))
+    mcp_server.main(
+        data_dir=data_dir, lean=lean, transport="http" if use_http else None, host=host,
+        port=port, token_file=token_file, allowed_hosts=allowed_hosts, client_id=client_id,
+        preload_model=True if preload_model else None, call_log=log_calls,
+    )  # fmt: skip
 
 
 @click.command("claude-config")
@@ -231,8 +169,8 @@ def claude_config_command(
       backtrail claude-config --cursor --write
       backtrail claude-config --config-path ./.cursor/mcp.json --write --client-id cursor
     """
-    from backtrail.mcp_server import claude_config
-    from backtrail.store import data_dir as resolve_data_dir
+    from backtrail.cli import client_config as claude_config
+    from backtrail.config import data_dir as resolve_data_dir
 
     home = resolve_data_dir(data_dir or os.environ.get("BACKTRAIL_HOME") or None, create=False)
     client = client_id or ("cursor" if for_cursor else "claude-desktop")

@@ -1,13 +1,17 @@
-"""The ``backtrail`` command: one group, thin commands that call the service and print.
+"""The ``backtrail`` command line (a front end): one group of thin commands that call the
+service and print.
 
-Commands live in a few modules by subject, named in :data:`COMMAND_MODULES` and imported
-lazily: ``cli_data`` (search, stats, import, export, forget, index, reindex, config,
-facts, events, doctor), ``cli_mcp`` (mcp, claude-config) and ``cli_host`` (install,
-uninstall).
+Each command group has its module, named in :data:`COMMAND_MODULES` and imported only
+when one of its commands runs: :mod:`.search` (search, stats), :mod:`.imports`,
+:mod:`.export`, :mod:`.forget`, :mod:`.index` (index, reindex), :mod:`.settings`
+(config), :mod:`.audit` (facts, events), :mod:`.doctor`, :mod:`.mcp` (mcp,
+claude-config) and :mod:`.install` (install, uninstall). What they share is in
+:mod:`.common`; setting up the browsers and AI clients is in :mod:`.host_manifests` and
+:mod:`.client_config`; ``make run`` is :mod:`.demo`.
 
 This module owns the global options (``--data-dir``, ``-v``), logging, and turning
 errors into one line on standard error with a documented exit code (see
-:data:`backtrail.cli_common.EXIT_CODES`); tracebacks are printed only with ``-v``.
+:data:`backtrail.cli.common.EXIT_CODES`); tracebacks are printed only with ``-v``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import click
 
-from backtrail.cli_common import (
+from backtrail.cli.common import (
     EXIT_CODES,
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -39,14 +43,22 @@ _verbosity = 0
 #: commands runs (or help lists them), so `backtrail mcp` — started by every AI client —
 #: does not pay for the data commands' imports.
 COMMAND_MODULES: dict[str, str] = {
-    **dict.fromkeys(
-        ("search", "stats", "import", "export", "forget", "index", "reindex", "config",
-         "facts", "events", "doctor"),
-        "backtrail.cli_data",
-    ),
-    **dict.fromkeys(("mcp", "claude-config"), "backtrail.cli_mcp"),
-    **dict.fromkeys(("install", "uninstall"), "backtrail.cli_host"),
-}  # fmt: skip
+    "search": "backtrail.cli.search",
+    "stats": "backtrail.cli.search",
+    "import": "backtrail.cli.imports",
+    "export": "backtrail.cli.export",
+    "forget": "backtrail.cli.forget",
+    "index": "backtrail.cli.index",
+    "reindex": "backtrail.cli.index",
+    "config": "backtrail.cli.settings",
+    "facts": "backtrail.cli.audit",
+    "events": "backtrail.cli.audit",
+    "doctor": "backtrail.cli.doctor",
+    "mcp": "backtrail.cli.mcp",
+    "claude-config": "backtrail.cli.mcp",
+    "install": "backtrail.cli.install",
+    "uninstall": "backtrail.cli.install",
+}
 
 
 class LazyGroup(click.Group):
@@ -96,7 +108,7 @@ def cli(ctx: click.Context, data_dir: Path | None, verbose: int) -> None:
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format=_LOG_FORMAT, stream=sys.stderr, force=True)
     if data_dir is not None:
-        from backtrail.store import HOME_ENV  # here: `backtrail mcp` starts without the store
+        from backtrail.config import HOME_ENV
 
         # Every command module (and every process a command starts) then uses it.
         os.environ[HOME_ENV] = str(data_dir.expanduser().absolute())

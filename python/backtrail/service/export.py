@@ -1,6 +1,6 @@
 """Exporting the memory: JSON Lines for machines, one self-contained HTML file for people.
 
-Both formats read through the service API (:class:`~backtrail.memory.Memory`), in the
+Both formats read through the service API (:class:`~backtrail.service.memory.Memory`), in the
 same order: pages (most recently seen first, with their current text unless
 ``include_text`` is off), then bookmarks, highlights, notes and facts.
 
@@ -31,7 +31,7 @@ from backtrail import __version__
 from backtrail.errors import PageNotFound
 
 if TYPE_CHECKING:
-    from backtrail.memory import Memory
+    from backtrail.service.memory import Memory
 
 __all__ = ["FORMATS", "ExportSummary", "iter_records", "write_jsonl", "write_html"]
 

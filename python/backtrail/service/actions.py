@@ -27,14 +27,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backtrail import urls
 from backtrail.errors import BacktrailError, Excluded, InvalidInput, NotFound, Paused
-from backtrail.extract import extract_main_text
-from backtrail.memory import Memory, PageText
-from backtrail.store import Action, ActionNotFound, Ledger, Tab
+from backtrail.indexer.extract import extract_main_text
+from backtrail.service.types import Action, PageText, Tab
+from backtrail.store import ActionNotFound, Ledger
 from backtrail.store import checks as store_checks
+
+if TYPE_CHECKING:
+    from backtrail.service.memory import Memory
 
 __all__ = [
     "ActionQueue", "NoActiveTab", "DEFAULT_TTL", "GROUP_COLORS", "MAX_TABS", "wire_id",
@@ -115,10 +118,9 @@ class ActionQueue:
     """Browser actions of ``memory``'s ledger: proposing and following them (MCP
     servers) and delivering them (native hosts)."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, ledger: Ledger) -> None:
         self.memory = memory
-        # Part of the service layer, like BrowserSync: it shares Memory's connection.
-        self._ledger: Ledger = memory.ledger
+        self._ledger = ledger  # the memory's own connection (see Memory.actions)
 
     # --------------------------------------------------------------- proposing
 

@@ -1,6 +1,6 @@
 """``make run``: Backtrail's main job on a fresh machine, end to end.
 
-``python -m backtrail.demo`` (what ``make run`` runs after building and installing):
+``python -m backtrail.cli.demo`` (what ``make run`` runs after building and installing):
 
 1. opens the memory in the normal data directory (``$BACKTRAIL_HOME``, else the per-user
    data directory: ``~/.local/share/backtrail`` on Linux), the same one the browser host
@@ -33,12 +33,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from backtrail.cli_common import clean, error_line, when
-from backtrail.config import SETTINGS, Config
+from backtrail.cli.common import clean, error_line, when
+from backtrail.cli.progress import Interrupted, ProgressReporter
+from backtrail.config import HOME_ENV, SETTINGS, Config
 from backtrail.errors import BacktrailError, Paused
-from backtrail.memory import Memory, VisitInfo
-from backtrail.progress import Interrupted, ProgressReporter
-from backtrail.store import HOME_ENV
+from backtrail.service import Memory, VisitInfo
 
 __all__ = ["main", "Sample", "python_docs", "shipped_samples", "DEFAULT_PAGES"]
 
@@ -134,7 +133,7 @@ def show_search(memory: Memory, query: str) -> None:
 def register_host(config: Config) -> None:
     """Register the native-messaging host with the browsers found here."""
     try:
-        from backtrail import install
+        from backtrail.cli import host_manifests as install
     except ImportError as error:
         _say(f"Host registration is not available in this build ({error}).")
         return
@@ -162,7 +161,7 @@ def extension_dir() -> Path | None:
 
 def claude_entry(config: Config) -> dict[str, object]:
     try:
-        from backtrail.mcp_server.claude_config import server_entry
+        from backtrail.cli.client_config import server_entry
 
         return server_entry(data_dir=config.home)
     except ImportError:
@@ -245,7 +244,7 @@ def _samples(source: str, limit: int) -> tuple[str, list[Sample]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m backtrail.demo", description=__doc__.split("\n\n")[0]
+        prog="python -m backtrail.cli.demo", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--pages",

@@ -34,7 +34,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -464,9 +464,3 @@ def extractive_summary(
                     lines.append(f"  > {_fit(' '.join(source.text.split()), 200)}")
                 lines += [f"  > {s.text}" for s in picked]
     return _fit("\n".join(lines), max_chars)
-
-
-def with_providers(settings: ChainSettings, providers: Sequence[str]) -> ChainSettings:
-    """``settings`` with another provider order (unknown names dropped)."""
-    chosen = tuple(p for p in providers if p in PROVIDERS)
-    return replace(settings, providers=chosen or ("extractive",))

@@ -2,8 +2,7 @@
 (settings and the opened memory), exit codes and error lines, JSON output, dates, and
 safe printing of untrusted text.
 
-Command modules (``cli_data``, ``cli_mcp``, ``cli_host``) stay thin: parse with Click,
-call the service, print with these helpers.
+Command modules stay thin: parse with Click, call the service, print with these helpers.
 """
 
 from __future__ import annotations
@@ -20,10 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from backtrail import _core
 from backtrail.errors import (
     BacktrailError,
     Conflict,
+    IndexBusy,
     InvalidInput,
     NotFound,
     StoreBusy,
@@ -32,11 +31,16 @@ from backtrail.errors import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from backtrail.config import Config
-    from backtrail.memory import Memory
+    from backtrail.service import Memory
 
 __all__ = [
+    "lag_text",
+    "UsageProblem",
+    "JSON_OPTION",
+    "new_table",
     "App",
     "pass_app",
     "EXIT_CODES",
@@ -83,8 +87,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 
 def exit_code_for(error: BaseException) -> int:
     """The exit code of an error a command let escape."""
-    from backtrail.indexer import IndexBusy
-    from backtrail.progress import Interrupted
+    from backtrail.cli.progress import Interrupted
 
     if isinstance(error, (Interrupted, KeyboardInterrupt)):
         return EXIT_INTERRUPTED
@@ -94,9 +97,9 @@ def exit_code_for(error: BaseException) -> int:
         return EXIT_NOT_FOUND
     if isinstance(error, Conflict):
         return EXIT_CONFLICT
-    if isinstance(error, (StoreBusy, IndexBusy, _core.LockTimeout)):
+    if isinstance(error, (StoreBusy, IndexBusy)):
         return EXIT_BUSY
-    if isinstance(error, (StoreError, _core.CoreError)) or getattr(error, "code", "") in (
+    if isinstance(error, StoreError) or getattr(error, "code", "") in (
         "browser_data_unreadable",
     ):
         return EXIT_STORAGE
@@ -117,11 +120,6 @@ def error_line(error: BaseException) -> str:
     if isinstance(error, BacktrailError):
         message = error.message
         hint = _HINTS.get(error.code)
-    elif isinstance(error, _core.LockTimeout):
-        message, hint = f"the index is locked by another process ({error})", "try again"
-    elif isinstance(error, _core.CoreError):
-        message = f"the search index failed: {error}"
-        hint = "run `backtrail doctor`, then `backtrail reindex` if the index is damaged"
     elif isinstance(error, OSError):
         message, hint = f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), None
     else:
@@ -156,7 +154,7 @@ class App:
         """The memory, opened once for this command, without a background indexer
         (commands index explicitly, with progress)."""
         if self._memory is None:
-            from backtrail.memory import Memory
+            from backtrail.service import Memory
 
             config = self.config.replace(background_indexing=False, **overrides)
             self._memory = Memory(config, client=CLI_CLIENT)
@@ -281,3 +279,42 @@ DATE = Date()
 def is_interactive() -> bool:
     """Whether standard input and output are a terminal (prompts make sense)."""
     return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+# -------------------------------------------------------------- command parts
+
+
+class UsageProblem(click.ClickException):
+    """A misuse the command can explain in one line (exit code 2)."""
+
+    exit_code = 2
+
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+"""The ``--json`` flag of every command that reads."""
+
+
+def new_table(*headers: str) -> Table:
+    """A rich table whose cells wrap (long paths and URLs are folded, never cut)."""
+    from rich.table import Table
+
+    result = Table()
+    for header in headers:
+        result.add_column(header, overflow="fold")
+    return result
+
+
+def lag_text(lag: Any, model: str) -> str:
+    if lag.ledger_seq == 0:
+        return "nothing to index yet"
+    text = (
+        "rebuilding"
+        if lag.rebuilding_text
+        else ("up to date" if not lag.text else f"{lag.text:,} changes behind")
+    )
+    vectors = (
+        "rebuilding"
+        if lag.rebuilding_vectors
+        else ("up to date" if not lag.vectors else f"{lag.vectors:,} changes behind")
+    )
+    return f"text {text}; embeddings {'off' if model == 'disabled' else vectors}"

@@ -1,7 +1,7 @@
 """Insights over the memory: research sessions, the weekly digest, tab clean-up advice
 and the inputs of topic summaries.
 
-Built only on :class:`~backtrail.memory.Memory`'s public API, with no knowledge of any
+Built only on :class:`~backtrail.service.memory.Memory`'s public API, with no knowledge of any
 front end. Every result is bounded: lists are capped and paginated with an offset, so a
 memory of ten thousand pages gives answers of the same size as one of ten pages.
 
@@ -30,11 +30,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from backtrail.errors import InvalidInput, NotFound
-from backtrail.memory import Memory, PageText, TimelineEntry
-from backtrail.store import Bookmark, Highlight, Tab
-from backtrail.summaries import Source, terms
+from backtrail.service.summaries import Source, terms
+from backtrail.service.types import Bookmark, Highlight, PageText, Tab, TimelineEntry
+
+if TYPE_CHECKING:
+    from backtrail.service.memory import Memory
 
 __all__ = [
     "SessionSettings", "SessionPage", "ResearchSession", "SessionList", "Week", "Digest",

@@ -1,5 +1,5 @@
 """``backtrail install`` and ``backtrail uninstall``: register the native-messaging host
-with the browsers (registered by backtrail.cli). The work is in :mod:`backtrail.install`."""
+with the browsers (the work is in :mod:`backtrail.cli.host_manifests`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from backtrail import install as installer
+from backtrail.cli import host_manifests as installer
 
 BROWSER_CHOICES = [*installer.BROWSERS, "all"]
 

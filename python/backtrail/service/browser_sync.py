@@ -1,4 +1,4 @@
-"""What the browser extension sends, applied to a :class:`~backtrail.memory.Memory`.
+"""What the browser extension sends, applied to a :class:`~backtrail.service.memory.Memory`.
 
 The native host (a thin front end) validates frames and calls :class:`BrowserSync`;
 the policies that come with the extension's records live here, next to the service
@@ -15,7 +15,7 @@ layer, not in the host:
 - a bookmark import in batches removes stale bookmarks only if every batch arrived;
 - :meth:`batch` groups many writes into one durable ledger commit;
 - browser actions proposed by assistants are claimed for this profile's browser and
-  their outcomes recorded (:mod:`backtrail.actions`).
+  their outcomes recorded (:mod:`backtrail.service.actions`).
 
 All times are unix seconds; the host converts the protocol's milliseconds.
 """
@@ -28,10 +28,9 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backtrail import urls
-from backtrail.actions import ActionQueue
 from backtrail.errors import (
     BookmarkNotFound,
     Excluded,
@@ -39,9 +38,20 @@ from backtrail.errors import (
     InvalidUrl,
     Paused,
 )
-from backtrail.memory import ForgetReport, Memory, SearchPage
-from backtrail.store import Action, BookmarkInput, ImportResult, Ledger, TabInput, VisitInput
+from backtrail.service.types import (
+    Action,
+    BookmarkInput,
+    ForgetReport,
+    ImportResult,
+    SearchPage,
+    TabInput,
+    VisitInput,
+)
+from backtrail.store import Ledger
 from backtrail.store.models import BACKFILL_SOURCE
+
+if TYPE_CHECKING:
+    from backtrail.service.memory import Memory
 
 __all__ = [
     "BrowserSync",
@@ -109,13 +119,12 @@ class _Import:
 class BrowserSync:
     """The extension's records, applied to ``memory`` for one browser ``profile``."""
 
-    def __init__(self, memory: Memory, profile: str = "default") -> None:
+    def __init__(self, memory: Memory, ledger: Ledger, profile: str = "default") -> None:
         self.memory = memory
-        # Memory has no public transaction, settings or visit-lookup API yet; this module
-        # is part of the service layer and shares Memory's ledger connection so that a
-        # batch is one transaction.
-        self._ledger: Ledger = memory.ledger
-        self.actions = ActionQueue(memory)
+        # The memory's own connection (see Memory.browser), so that a batch of the
+        # browser's records is one transaction with the memory's writes.
+        self._ledger = ledger
+        self.actions = memory.actions
         self._imports: OrderedDict[str, _Import] = OrderedDict()
         self._lock = threading.RLock()
         self.profile = "default"

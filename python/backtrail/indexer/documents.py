@@ -1,0 +1,154 @@
+"""What of the ledger becomes index documents: a page's text cut into passages, and one
+document per highlight, note, bookmark or fact.
+
+Chunking depends only on its arguments, so re-chunking unchanged text yields the same
+passages, the same ids and (in the core) the vectors already stored for them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from backtrail.indexer.ids import (
+    MAX_PASSAGES,
+    TYPE_PASSAGE,
+    doc_id,
+    entity_doc_id,
+    page_parent,
+)
+from backtrail.store import Bookmark, Fact, Highlight, Note, Page
+
+logger = logging.getLogger(__name__)
+
+
+Document = dict[str, Any]
+"""A core document: the fields of ``backtrail._core.Document``."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
+_URL_SEPARATORS = re.compile(r"[/?#&=+_.\-]+")
+
+
+def chunk_text(
+    text: str, size: int = 1_000, overlap: int = 100, max_passages: int | None = None
+) -> list[str]:
+    """Split ``text`` into passages of at most ``size`` characters.
+
+    Passages break between lines (paragraphs) when they can, else between sentences,
+    else between words (or anywhere, for text without spaces). Each passage after the
+    first starts with up to ``overlap`` characters from the end of the previous one,
+    cut at a word boundary. The result depends only on the arguments, so re-chunking
+    unchanged text yields the same passages (and the index keeps their vectors).
+    """
+    if overlap < 0 or overlap * 2 > size:
+        raise ValueError(f"overlap must be between 0 and size / 2, got {overlap}")
+    limit = size - overlap - 1 if overlap else size
+    passages: list[str] = []
+    current = ""
+    for piece, starts_line in _units(text, limit):
+        sep = "\n" if starts_line else " "
+        if current and len(current) + len(sep) + len(piece) > size:
+            passages.append(current)
+            if max_passages is not None and len(passages) >= max_passages:
+                return passages
+            tail = _tail(current, overlap)
+            current = f"{tail}{sep}{piece}" if tail else piece
+        else:
+            current = f"{current}{sep}{piece}" if current else piece
+    if current:
+        passages.append(current)
+    return passages
+
+
+def _units(text: str, limit: int) -> Iterator[tuple[str, bool]]:
+    """(piece, starts a line) pieces of at most ``limit`` characters, in order."""
+    for line in text.split("\n"):
+        line = line.strip()
+        if not line:
+            continue
+        if len(line) <= limit:
+            yield line, True
+            continue
+        first = True
+        for sentence in _SENTENCE_END.split(line):
+            for piece in _split_words(sentence, limit):
+                yield piece, first
+                first = False
+
+
+def _split_words(text: str, limit: int) -> Iterator[str]:
+    while len(text) > limit:
+        cut = text.rfind(" ", 0, limit + 1)
+        if cut < limit // 2:
+            cut = limit
+        head, text = text[:cut].rstrip(), text[cut:].lstrip()
+        if head:
+            yield head
+    if text:
+        yield text
+
+
+def _tail(passage: str, overlap: int) -> str:
+    if overlap <= 0 or len(passage) <= overlap:
+        return ""
+    tail = passage[-overlap:]
+    space = next((i for i, ch in enumerate(tail) if ch.isspace()), -1)
+    if 0 <= space < len(tail) - 1:
+        tail = tail[space + 1 :]
+    return tail.strip()
+
+
+def _url_words(url: str) -> str:
+    """A URL as searchable words: ``github.com rust lang rust issues``."""
+    rest = url.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0]
+    host, _, path = rest.partition("/")
+    words = [word for word in _URL_SEPARATORS.split(path) if word]
+    return " ".join([host, *words])
+
+
+def page_documents(
+    page: Page, *, passage_chars: int = 1_000, overlap: int = 100, max_passages: int = 4_000
+) -> list[Document]:
+    """The documents of a page: one ``passage`` per chunk of its current text, or one
+    title-only ``page`` document (title and URL words) when it has no text."""
+    base = page_parent(page.id)
+    common = {
+        "url": page.url, "domain": page.domain, "title": page.title or "", "parent": base,
+        "first_seen": page.first_seen, "last_seen": page.last_seen,
+        "visits": page.visit_count,
+    }  # fmt: skip
+    chunks = chunk_text(page.text or "", passage_chars, overlap, min(max_passages, MAX_PASSAGES))
+    if not chunks:
+        return [{"id": base, "kind": "page", "body": _url_words(page.url), **common}]
+    return [
+        {"id": doc_id(TYPE_PASSAGE, page.id, n), "kind": "passage", "body": chunk, **common}
+        for n, chunk in enumerate(chunks)
+    ]
+
+
+def item_document(entity_type: str, item: Any) -> Document:
+    """The one document of a highlight, note, bookmark or fact."""
+    base = {"id": entity_doc_id(entity_type, item.id), "kind": entity_type, "visits": 0,
+            "first_seen": item.created_at, "last_seen": item.updated_at}  # fmt: skip
+    if isinstance(item, Highlight):
+        body = item.text if not item.note else f"{item.text}\n{item.note}"
+        return {**base, "url": item.url, "domain": item.domain, "title": "", "body": body}
+    if isinstance(item, Note):
+        return {**base, "url": item.url or "", "domain": item.domain or "", "title": "",
+                "body": item.content}  # fmt: skip
+    if isinstance(item, Bookmark):
+        body = " ".join(part for part in (item.folder, _url_words(item.url)) if part)
+        return {**base, "url": item.url, "domain": item.domain, "title": item.title or "",
+                "body": body}  # fmt: skip
+    if isinstance(item, Fact):
+        return {**base, "url": "", "domain": "", "title": item.key,
+                "body": f"{item.key}: {item.value}"}  # fmt: skip
+    raise TypeError(f"cannot index {type(item).__name__}")
+
+
+def embedding_text(doc: Document) -> str:
+    """What is embedded for a document: its title, then its body."""
+    title, body = doc.get("title") or "", doc.get("body") or ""
+    return f"{title}\n{body}".strip() if title else body.strip()

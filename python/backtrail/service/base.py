@@ -1,0 +1,155 @@
+"""What every part of :class:`~backtrail.service.Memory` shares: the ledger, the
+indexer, the settings, the embedding model, and the bookkeeping after each write.
+
+:class:`MemoryBase` opens them; the parts (:mod:`.capture`, :mod:`.search`,
+:mod:`.items`, :mod:`.facts`) build on it, and :class:`~backtrail.service.memory.Memory`
+puts them together.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from backtrail import _core
+from backtrail.config import Config
+from backtrail.errors import (
+    InvalidInput,
+)
+from backtrail.indexer import (
+    EntityReader,
+    Indexer,
+)
+from backtrail.indexer.embedding import load_embedder
+from backtrail.store import (
+    Ledger,
+)
+
+if TYPE_CHECKING:
+    from backtrail.service.actions import ActionQueue
+
+logger = logging.getLogger(__name__)
+
+
+class MemoryBase:
+    """The ledger, the indexer and the model of one :class:`~backtrail.service.Memory`."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        client: str = "backtrail",
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.config = config if config is not None else Config.load()
+        if not isinstance(self.config, Config):
+            raise InvalidInput("config", f"must be a Config, not {type(config).__name__}")
+        self._clock = clock if clock is not None else time.time
+        cfg = self.config
+        self._ledger = Ledger(
+            cfg.ledger_path, client=client, busy_timeout_ms=cfg.busy_timeout_ms,
+            limits=cfg.limits(), clock=clock, log_reads=cfg.log_reads,
+            synchronous=cfg.synchronous,
+        )  # fmt: skip
+        self._reader = EntityReader(self._ledger)
+        self._model_lock = threading.Lock()
+        self._embedder_obj: _core.Embedder | None = None
+        self._model_error: str | None = None
+        self._seq_lock = threading.Lock()
+        self._parts_lock = threading.Lock()
+        self._actions: ActionQueue | None = None
+        # Writes made before this process opened the memory count as its own: the first
+        # search makes them searchable unless the background indexer already did.
+        self._own_seq = self._ledger.max_change_seq()
+        try:
+            self._indexer = Indexer(cfg, embedder=self._embedder)
+        except BaseException:
+            self._ledger.close()
+            raise
+        self._indexer.schedule()  # catch up with whatever others wrote meanwhile
+
+    def close(self) -> None:
+        """Stop background indexing (after its current batch) and close the files."""
+        self._indexer.close()
+        self._ledger.close()
+
+    @contextmanager
+    def acting_as(self, client: str) -> Iterator[None]:
+        """Record writes inside the block as made by ``client``."""
+        with self._ledger.acting_as(client):
+            yield
+
+    @property
+    def indexer(self) -> Indexer:
+        """The indexer of this memory's data directory (the service's own parts and
+        tests use it; front ends call :meth:`announce_host` and the search methods)."""
+        return self._indexer
+
+    def announce_host(self) -> None:
+        """Tell other processes that the browser's native host serves this data
+        directory, so their background indexing leaves the browser's backlog to it."""
+        self._indexer.announce_host()
+
+    # ------------------------------------------------------------- internals
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _wrote(self) -> None:
+        """After a write: remember it (read-your-writes) and schedule indexing."""
+        seq = self._ledger.max_change_seq()
+        with self._seq_lock:
+            self._own_seq = max(self._own_seq, seq)
+        self._indexer.note_own_write(seq)
+        self._indexer.schedule()
+
+    def _embedder(self) -> _core.Embedder | None:
+        """The embedder, loaded on first use; ``None`` when off or unavailable."""
+        if not self.config.embeddings:
+            return None
+        with self._model_lock:
+            if self._embedder_obj is None and self._model_error is None:
+                try:
+                    self._embedder_obj = load_embedder(
+                        self.config.model_dir, threads=self.config.embed_threads,
+                        sessions=self.config.embed_sessions,
+                        batch_size=self.config.embed_batch_size,
+                        cache_dir=self.config.model_cache_dir,
+                    )  # fmt: skip
+                except _core.ModelError as error:
+                    self._model_error = str(error)
+                    logger.warning("embeddings unavailable, searching with BM25 only: %s", error)
+            return self._embedder_obj
+
+    def load_model(self) -> str:
+        """Load the embedding model now rather than at the first search that needs it;
+        returns :meth:`model_status`."""
+        self._embedder()
+        return self.model_status()
+
+    def model_status(self) -> str:
+        """``disabled``, ``not loaded``, ``ready`` or ``unavailable: <reason>``."""
+        if not self.config.embeddings:
+            return "disabled"
+        if self._model_error is not None:
+            return f"unavailable: {self._model_error}"
+        return "ready" if self._embedder_obj is not None else "not loaded"
+
+
+def when(ts: int | None) -> str:
+    if ts is None:
+        return "unknown time"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def label(kind: str, url: str | None, captured_at: int | None, last_seen: int | None) -> str:
+    where = f" from {url}" if url else ""
+    return (
+        f"{kind}{where}, captured {when(captured_at)}, last seen {when(last_seen)}; "
+        "untrusted web content"
+    )

@@ -1,0 +1,186 @@
+"""The service layer (DESIGN layer 4): :class:`Memory`, the one API every front end calls.
+
+A ``Memory`` owns a :class:`~backtrail.store.Ledger` (the truth), an
+:class:`~backtrail.indexer.Indexer` with the core search index, and, lazily, the
+embedding model. Front ends (MCP server, native host, CLI) translate their protocol to
+these calls and back; every rule (validation, capture policy, ranking profiles, result
+labelling, pagination) lives here.
+
+Guarantees:
+
+- Writes return as soon as the ledger transaction is durable; indexing follows in the
+  background (or on :meth:`Memory.catch_up`), and a search first makes this process's
+  own earlier writes searchable (waiting at most ``search_fresh_wait`` seconds).
+- Bad input raises a :class:`~backtrail.errors.BacktrailError` subclass with a clear
+  message before anything is written; nothing stored changes.
+- Search results are checked against the ledger, so nothing forgotten or deleted is ever
+  returned even while the index lags, and each result says where its text came from
+  (``origin``: ``web`` text is untrusted) with its URL, kind and capture/visit times.
+- :meth:`Memory.forget` removes data from the ledger, the index and the vectors, and
+  compacts both files so the words are gone from disk.
+
+Threading: a ``Memory`` may be shared between threads. Ledger calls are serialised by
+the ledger; searches run in parallel (the core releases the GIL); indexing runs on the
+indexer's own thread and ledger connection (see :mod:`backtrail.indexer`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from backtrail import _core
+from backtrail.config import Config
+from backtrail.errors import IndexFailure, InvalidInput
+from backtrail.indexer import IndexLag, Progress
+from backtrail.service.capture import CaptureOps
+from backtrail.service.facts import FactOps
+from backtrail.service.items import ItemOps
+from backtrail.service.search import SearchOps
+from backtrail.service.types import Event, ForgetReport, MemoryStats
+from backtrail.store import Ledger, checks
+
+if TYPE_CHECKING:
+    from backtrail.service.actions import ActionQueue
+    from backtrail.service.browser_sync import BrowserSync
+
+__all__ = ["Memory"]
+
+logger = logging.getLogger(__name__)
+
+
+class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
+    """Backtrail's service API. ``Memory(config, client="mcp:claude")``; use as a
+    context manager or call :meth:`close`. With ``background_indexing`` (the default)
+    a daemon thread indexes after writes; otherwise call :meth:`catch_up`."""
+
+    @classmethod
+    def open(
+        cls, data_dir: str | None = None, *, client: str = "backtrail", **overrides: Any
+    ) -> Memory:
+        """``Memory(Config.load(data_dir, overrides=overrides), client=client)``."""
+        return cls(Config.load(data_dir, overrides=overrides), client=client)
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------- the browser
+
+    def browser(self, profile: str = "default") -> BrowserSync:
+        """What a browser profile's extension sends, applied under this memory's policy
+        (one :class:`~backtrail.service.browser_sync.BrowserSync` per connection)."""
+        from backtrail.service.browser_sync import BrowserSync
+
+        return BrowserSync(self, self._ledger, profile)
+
+    @property
+    def actions(self) -> ActionQueue:
+        """Browser actions assistants propose and the browser carries out."""
+        from backtrail.service.actions import ActionQueue
+
+        with self._parts_lock:
+            if self._actions is None:
+                self._actions = ActionQueue(self, self._ledger)
+            return self._actions
+
+    # ------------------------------------------------------------------ audit
+
+    def events(
+        self,
+        *,
+        action: str | None = None,
+        target_type: str | None = None,
+        after_id: int = 0,
+        limit: int = 1000,
+    ) -> list[Event]:
+        """Audit events, oldest first, with ids greater than ``after_id``."""
+        return self._ledger.list_events(
+            action=action, target_type=target_type, after_id=after_id, limit=limit
+        )
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One durable ledger commit around many writes; indexing follows it."""
+        try:
+            with self._ledger.transaction():
+                yield
+        finally:
+            self._indexer.schedule()
+
+    # ----------------------------------------------------------------- forget
+
+    def forget(
+        self,
+        *,
+        url: str | None = None,
+        domain: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        everything: bool = False,
+        include_facts: bool = False,
+    ) -> ForgetReport:
+        """Remove browsing data chosen by exactly one selector from the ledger, the
+        index and the vectors, then compact both so no copy is left on disk. The audit
+        log records that a deletion happened (with counts), never what was deleted."""
+        result = self._ledger.forget(
+            url=url, domain=domain, since=since, until=until, everything=everything,
+            include_facts=include_facts,
+        )  # fmt: skip
+        self._wrote()
+        index_purged = self._indexer.purge()
+        ledger_purged = self._ledger.checkpoint() or result.purged
+        return ForgetReport(result.selector, result.counts, ledger_purged, index_purged)
+
+    # ------------------------------------------------------------------ index
+
+    def catch_up(self, *, vectors: bool = True, progress: Progress | None = None) -> IndexLag:
+        """Index everything written so far (text, then vectors unless ``vectors`` is
+        false); for commands that do not keep a background thread."""
+        vectors = checks.boolean(vectors, "vectors")
+        return self._indexer.catch_up(
+            vectors=vectors and self.config.embeddings, progress=_progress(progress)
+        )
+
+    def reindex(self, *, progress: Progress | None = None) -> IndexLag:
+        """Rebuild the whole index from the ledger."""
+        return self._indexer.reindex(progress=_progress(progress), vectors=self.config.embeddings)
+
+    def hold_write_lock(self, seconds: float, *, client: str | None = None) -> float:
+        """Hold the ledger's write lock for ``seconds`` on a connection of its own (so
+        this process's reads go on), recording a ``demo.lock_hold`` event as ``client``
+        (default: this memory's); returns how long it was held. Writers everywhere
+        meanwhile wait up to their ``busy_timeout_ms``, then fail with ``StoreBusy``:
+        the contention demo of mcp-memory-bridge's ``lock_hold``."""
+        cfg = self.config
+        holder = Ledger(
+            cfg.ledger_path, client=client or self._ledger.client,
+            busy_timeout_ms=cfg.busy_timeout_ms,
+            limits=cfg.limits(), clock=self._clock, synchronous=cfg.synchronous,
+        )  # fmt: skip
+        try:
+            return holder.hold_write_lock(seconds)
+        finally:
+            holder.close()
+
+    def index_lag(self) -> IndexLag:
+        """How far the index is behind the ledger (text and vectors)."""
+        return self._indexer.lag(self._ledger.max_change_seq())
+
+    def stats(self) -> MemoryStats:
+        """Ledger counts and sizes, index counts, index lag and model status."""
+        try:
+            index = dict(self._indexer.index.stats())
+        except _core.CoreError as error:
+            raise IndexFailure(f"cannot read index statistics: {error}") from error
+        return MemoryStats(self._ledger.stats(), index, self.index_lag(), self.model_status())
+
+
+def _progress(progress: object) -> Progress | None:
+    if progress is not None and not callable(progress):
+        raise InvalidInput("progress", "must be a function (done, total, phase) or None")
+    return progress  # type: ignore[return-value]
