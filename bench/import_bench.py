@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import browser_files  # noqa: E402  (tests/browser_files.py: the real schemas)
 from backtrail import importers  # noqa: E402
 from backtrail.config import Config  # noqa: E402
-from backtrail.service.memory import Memory  # noqa: E402
+from backtrail.service import Memory  # noqa: E402
 
 TARGET_SECONDS = 60.0
 _WORDS = (

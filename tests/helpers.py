@@ -14,7 +14,7 @@ import pytest
 from backtrail import _core
 from backtrail.config import Config
 from backtrail.indexer import embedding
-from backtrail.service import memory as memory_module
+from backtrail.service import base as memory_module
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from backtrail.config import Config
-from backtrail.service.memory import Memory, VisitInfo
+from backtrail.service import Memory, VisitInfo
 
 BACKTRAIL = str(Path(os.path.abspath(sys.executable)).with_name("backtrail"))
 DAY = 86_400

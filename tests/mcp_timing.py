@@ -2,10 +2,10 @@
 
     cd tests && ../.venv/bin/python mcp_timing.py [rounds]
 
-Speaks raw JSON-RPC over pipes, so the numbers are the server's, not a client
-library's. Reports spawn-to-initialized (``backtrail mcp`` and ``python -m``), the time until ``tools/list`` is answered, the median latency of common
-tools on a small seeded memory, and the first search with the embedding model loaded on
-first use and preloaded.
+Speaks raw JSON-RPC over pipes, so the numbers are the server's, not a client library's.
+Reports spawn-to-initialized (``backtrail mcp`` and ``python -m``), the time until
+``tools/list`` is answered, the median latency of common tools on a small seeded memory,
+and the first search with the embedding model loaded on first use and preloaded.
 """
 
 from __future__ import annotations

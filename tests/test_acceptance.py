@@ -22,7 +22,7 @@ import pytest
 from backtrail import _core
 from backtrail.errors import BacktrailError, InvalidInput, InvalidUrl, LimitExceeded
 from backtrail.indexer import TYPE_PASSAGE, doc_id
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 from backtrail.store import LEDGER_FILENAME, Ledger
 from helpers import index_files_containing, make_config, share_model, wait_for
 
@@ -47,7 +47,7 @@ WORKER = r"""
 import json, random, sys
 from backtrail.config import Config
 from backtrail.errors import FactNotFound, KeyExists, VersionConflict
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 
 home, worker, ops, embeddings = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 config = Config.load(home, environ={}, overrides={
@@ -195,7 +195,7 @@ def test_two_processes_with_embeddings_leave_every_capture_embedded(
 CAPTURER = r"""
 import sys
 from backtrail.config import Config
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 
 home, run = sys.argv[1], sys.argv[2]
 config = Config.load(home, environ={}, overrides={
@@ -354,6 +354,10 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
     ("list_facts", (5,), {}, InvalidInput),
     ("delete_fact", ("",), {}, InvalidInput),
     ("fact_history", (LONE,), {}, InvalidInput),
+    ("events", (), {"after_id": -1}, InvalidInput),
+    ("events", (), {"action": LONE}, InvalidInput),
+    ("browser", ("",), {}, InvalidInput),
+    ("browser", (5,), {}, InvalidInput),
     ("forget", (), {}, InvalidInput),
     ("forget", (), {"url": "nope"}, InvalidUrl),
     ("forget", (), {"domain": 5}, InvalidUrl),
@@ -371,7 +375,7 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
 ]  # fmt: skip
 # Methods that take no input (or none that can be wrong), and how the rest are covered.
 NO_INPUT = {"capture_settings", "resume_capture", "index_lag", "stats", "model_status",
-            "load_model", "close", "indexer", "ledger"}  # fmt: skip
+            "load_model", "close", "indexer", "announce_host", "actions", "batch"}  # fmt: skip
 OTHER_ENTRY_POINTS = {"open", "acting_as"}  # checked separately below
 
 

@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 
 from backtrail.errors import Excluded, InvalidInput, InvalidUrl, Paused, StoreBusy
-from backtrail.service import insights
+from backtrail.service import Memory, VisitInfo, insights
 from backtrail.service.actions import ActionQueue, NoActiveTab, parse_wire_id, wire_id
 from backtrail.service.browser_sync import VisitRecord
-from backtrail.service.memory import Memory, VisitInfo
 from backtrail.store import ActionNotFound, Ledger, TabInput
 from conftest import FakeClock
 from helpers import make_config, share_model, wait_for

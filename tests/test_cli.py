@@ -24,7 +24,7 @@ import gen_cli_docs
 from backtrail.cli import cli
 from backtrail.cli.common import EXIT_CODES, Date
 from backtrail.cli.progress import Interrupted, ProgressReporter
-from backtrail.service.memory import Memory, VisitInfo
+from backtrail.service import Memory, VisitInfo
 from backtrail.store import Ledger
 from browser_files import ChromeHistory, chromium_user_data, firefox_root
 from helpers import make_config, wait_for

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from backtrail.service import export
-from backtrail.service.memory import Memory, VisitInfo
+from backtrail.service import Memory, VisitInfo, export
 from helpers import make_config
 
 BACKTRAIL = str(Path(sys.executable).with_name("backtrail"))

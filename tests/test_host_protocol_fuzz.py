@@ -32,7 +32,7 @@ from backtrail.native_host.framing import (
     encode_frame,
     valid_id,
 )
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 from helpers import make_config
 from host_client import capture_fields, hello_fields, visit
 

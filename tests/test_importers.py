@@ -14,8 +14,7 @@ from backtrail import importers
 from backtrail.cli.progress import Interrupted
 from backtrail.errors import InvalidInput
 from backtrail.importers import BrowserDataUnreadable, BrowserFileNotFound, Profile, ProfileNotFound
-from backtrail.service import importing
-from backtrail.service.memory import Memory
+from backtrail.service import Memory, importing
 from backtrail.store import Ledger
 from browser_files import (
     AUTO_SUBFRAME,

@@ -492,7 +492,7 @@ def test_a_second_indexer_skips_quietly_while_another_holds_the_lock(
 
 
 def test_background_indexing_debounces_a_burst_of_writes(data_home: Path) -> None:
-    from backtrail.service.memory import Memory
+    from backtrail.service import Memory
 
     config = make_config(
         data_home, background_indexing=True, indexer_debounce=0.5, indexer_max_delay=10.0
@@ -512,7 +512,7 @@ def test_background_indexing_debounces_a_burst_of_writes(data_home: Path) -> Non
 def test_background_indexing_runs_at_lower_cpu_priority_than_its_process(
     data_home: Path,
 ) -> None:
-    from backtrail.service.memory import Memory
+    from backtrail.service import Memory
 
     def indexer_priority(memory: Memory, note: str) -> int:
         memory.add_note(note)
@@ -581,8 +581,8 @@ def test_a_running_host_is_seen_by_other_processes_until_it_dies(data_home: Path
 def test_with_a_host_running_others_embed_only_up_to_their_own_writes(
     data_home: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from backtrail.service import memory as memory_module
-    from backtrail.service.memory import Memory
+    from backtrail.service import Memory
+    from backtrail.service import base as memory_module
 
     counting = CountingEmbedder(cached_embedder())
     monkeypatch.setattr(memory_module, "load_embedder", lambda *args, **kwargs: counting)

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from backtrail.errors import InvalidInput
-from backtrail.service import insights
-from backtrail.service.memory import Memory, VisitInfo
+from backtrail.service import Memory, VisitInfo, insights
 from mcp_support import lean_config
 
 H = 3_600

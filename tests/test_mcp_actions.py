@@ -22,7 +22,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 from backtrail.store import Ledger
 from helpers import make_config, wait_for
 from host_client import HostProcess, capture_fields

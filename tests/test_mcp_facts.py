@@ -16,7 +16,7 @@ from mcp_types import Implementation
 
 from backtrail.mcp_server.server import MemoryHolder, build_server
 from backtrail.mcp_server.settings import McpSettings, config_overrides
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 from mcp_support import lean_config, text
 
 pytestmark = pytest.mark.anyio

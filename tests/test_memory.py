@@ -21,9 +21,10 @@ from backtrail.errors import (
     InvalidUrl,
     KeyExists,
     Paused,
+    SearchUnavailable,
     VersionConflict,
 )
-from backtrail.service.memory import Memory, SearchPage, SearchUnavailable, VisitInfo
+from backtrail.service import Memory, SearchPage, VisitInfo
 from backtrail.store import HOME_ENV, Ledger, TabInput
 from helpers import LOREM, cached_embedder, make_config, share_model
 
@@ -157,7 +158,7 @@ def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_i
 def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
     memory: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import backtrail.indexer as indexer_module
+    import backtrail.indexer.passes as indexer_module
 
     real_extract = indexer_module.extract_main_text
     arrived: list[str] = []

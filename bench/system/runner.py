@@ -44,7 +44,7 @@ import numpy as np
 from backtrail.indexer import embedding
 from backtrail.config import Config
 from backtrail.indexer import Indexer
-from backtrail.service.memory import Memory
+from backtrail.service import Memory
 from bench import baselines, common, corpus, metrics, queries
 from bench.common import say
 from bench.system import mcpclients as mc

@@ -43,7 +43,7 @@ __all__ = ["main", "Sample", "python_docs", "shipped_samples", "DEFAULT_PAGES"]
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 PYTHON_DOCS_URL = "https://docs.python.org/3.11/"
-SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 DEFAULT_PAGES = 120
 DEFAULT_PORT = 8765
 TOKEN_FILENAME = "demo-http-token"

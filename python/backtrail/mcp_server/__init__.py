@@ -156,17 +156,46 @@ def _preload(holder: MemoryHolder) -> None:
 
 
 def _serve_stdio(config: Config, settings: McpSettings) -> None:
-    """The SDK's stdio transport as it is: it claims fds 0 and 1 for the protocol and
-    points them at the null device and stderr, so no stray output reaches the wire."""
+    """The SDK's stdio transport on the protocol's own copies of fds 0 and 1."""
     import anyio
+    from mcp.server.stdio import stdio_server
 
+    wire_in, wire_out = _claim_stdio()
     holder = _holder(config, settings)
     server = _build(holder, settings, _call_log(settings))
     _open_soon(holder, preload_model=settings.preload_model)
+    # MCPServer.run_stdio_async serves only the process's own streams; the low-level
+    # server it wraps takes the protocol's copies.
+    lowlevel = server._lowlevel_server
+
+    async def run() -> None:
+        async with stdio_server(stdin=wire_in, stdout=wire_out) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(run)
     finally:
         holder.close()
+
+
+def _claim_stdio() -> tuple[Any, Any]:
+    """Private duplicates of fds 0 and 1 for the protocol, as anyio text files. From here
+    on fd 0 reads the null device and fd 1 writes to stderr, so nothing a library prints
+    while the server is built or serving can reach the wire."""
+    import io
+
+    import anyio
+
+    sys.stdout.flush()
+    wire_in = os.fdopen(os.dup(0), "rb")
+    wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    text_in = io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace")
+    text_out = io.TextIOWrapper(wire_out, encoding="utf-8", write_through=True)
+    return anyio.wrap_file(text_in), anyio.wrap_file(text_out)
 
 
 def _open_soon(holder: MemoryHolder, *, preload_model: bool) -> None:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from backtrail import _core, urls
@@ -53,6 +54,7 @@ _MAX_RESULT_CHARS = 100_000
 _MIN_EXTRA_PASSAGE = 40
 
 
+@dataclass(frozen=True)
 class _Request:
     """A validated search."""
 
