@@ -1,5 +1,5 @@
 """The native-messaging host: the browser extension's bridge to Backtrail, with no open
-ports (DESIGN layer 5, a thin front end).
+ports (a thin front end, see docs/architecture.md).
 
 The browser starts ``backtrail-host`` (through the launcher ``backtrail install``
 writes) when the extension calls ``chrome.runtime.connectNative("com.backtrail.host")``,

@@ -1,10 +1,13 @@
-"""The service layer (DESIGN layer 4): :class:`Memory`, the one API every front end calls.
+""":class:`Memory`, the one API every front end calls.
 
 A ``Memory`` owns a :class:`~backtrail.store.Ledger` (the truth), an
 :class:`~backtrail.indexer.Indexer` with the core search index, and, lazily, the
-embedding model. Front ends (MCP server, native host, CLI) translate their protocol to
-these calls and back; every rule (validation, capture policy, ranking profiles, result
-labelling, pagination) lives here.
+embedding model (:mod:`.base`). Its methods come from its parts: capture
+(:mod:`.capture`), search (:mod:`.search`), reading and the user's records
+(:mod:`.items`) and facts (:mod:`.facts`); here are forgetting, indexing, statistics,
+the audit log, and the browser's and the assistants' entry points (:meth:`Memory.browser`,
+:attr:`Memory.actions`). Front ends (MCP server, native host, CLI) translate their
+protocol to these calls and back.
 
 Guarantees:
 

@@ -1,4 +1,4 @@
-"""The ledger (DESIGN layer 2): SQLite in WAL mode, the single source of truth.
+"""The ledger (the store layer): SQLite in WAL mode, the single source of truth.
 
 ``from backtrail.store import Ledger`` is all most callers need; the records it
 returns and the :class:`Limits` it enforces live in :mod:`backtrail.store.models`.
