@@ -14,24 +14,10 @@ lower: the records they show are in :mod:`.types`, and every rule (validation, c
 policy, ranking, labelling, pagination) lives in this package.
 """
 
-from backtrail.service import (
-    actions,
-    export,
-    health,
-    importing,
-    insights,
-    summaries,
-)
-from backtrail.service.actions import ActionQueue, NoActiveTab
-from backtrail.service.browser_sync import (
-    EXPORT_KINDS,
-    BrowserSync,
-    CaptureOutcome,
-    HistoryVisit,
-    VisitRecord,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from backtrail.service.memory import Memory
-from backtrail.service.summaries import Sampler, SummaryChain
 from backtrail.service.types import (
     SEARCH_KINDS,
     Action,
@@ -63,6 +49,39 @@ from backtrail.service.types import (
     VisitResult,
 )
 from backtrail.urls import scrub_url, validate_capture_url
+
+_LAZY = {
+    "ActionQueue": "actions", "NoActiveTab": "actions", "BrowserSync": "browser_sync",
+    "CaptureOutcome": "browser_sync", "HistoryVisit": "browser_sync",
+    "VisitRecord": "browser_sync", "EXPORT_KINDS": "browser_sync", "Sampler": "summaries",
+    "SummaryChain": "summaries",
+}  # fmt: skip
+"""Names of the parts beside ``Memory``, imported on first use: a front end loads only
+the parts it calls (``from backtrail.service import insights`` imports that module)."""
+
+
+_PARTS = ("actions", "export", "health", "importing", "insights", "summaries")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PARTS:
+        return importlib.import_module(f"{__name__}.{name}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+if TYPE_CHECKING:
+    from backtrail.service import actions, export, health, importing, insights, summaries
+    from backtrail.service.actions import ActionQueue, NoActiveTab
+    from backtrail.service.browser_sync import (
+        EXPORT_KINDS,
+        BrowserSync,
+        CaptureOutcome,
+        HistoryVisit,
+        VisitRecord,
+    )
+    from backtrail.service.summaries import Sampler, SummaryChain
 
 __all__ = [
     "Memory", "actions", "export", "health", "importing", "insights", "summaries",
