@@ -41,9 +41,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from backtrail.indexer import embedding
 from backtrail.config import Config
-from backtrail.indexer import Indexer
+from backtrail.indexer import Indexer, embedding
 from backtrail.service import Memory
 from bench import baselines, common, corpus, metrics, queries
 from bench.common import say
