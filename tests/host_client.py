@@ -167,7 +167,8 @@ class HostProcess:
             self._stderr.close()
 
     def stderr(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
     def kill(self) -> None:

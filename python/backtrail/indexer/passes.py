@@ -27,6 +27,15 @@ least every ``indexer_max_delay`` seconds under a steady stream), text first and
 vector batches, releasing the lock between batches so other processes' text and
 ``forget`` get their turn. Short-lived commands call :meth:`Indexer.catch_up` instead.
 
+**Shutting down.** :meth:`Indexer.stop` asks the background thread to stop: a running
+pass gives up at its next checkpoint (between extractions, staged chunks and embedding
+pieces), drops what it staged since its last commit and releases the lock; everything
+committed stays, and the next pass, in this process or another, resumes from the
+watermark. Ledger writes were durable before they were acknowledged, so nothing
+acknowledged is lost. :meth:`Indexer.close` never closes the files under a thread that
+is still running: the pass lock then stays held until the process ends, so no other
+process starts the same work meanwhile.
+
 **Vector merges.** Each commit that brings vectors adds a vector segment. Merging the
 small ones rebuilds an HNSW graph, so it runs on its own thread
 beside the indexing thread, at the same low priority, and builds the graph without the
@@ -43,7 +52,8 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol, cast
 
@@ -85,8 +95,13 @@ _EXTRACT_BATCH = 20
 _SCAN_BATCH = {"page": 50}
 _SCAN_BATCH_DEFAULT = 500
 _VECTOR_CHANGES = 1_000
+_EMBED_PIECE = 16  # texts per embedding call: a shutdown waits for one piece at most
 _YIELD_SECONDS = 0.05
 _MAX_RETRY_SECONDS = 300.0
+
+
+class _Stopping(Exception):
+    """The background thread was asked to stop: the pass gives up at a checkpoint."""
 
 
 def _entities(
@@ -167,12 +182,19 @@ class Indexer:
             except _core.CoreError as error:
                 raise IndexFailure(f"cannot create the search index at {path}: {error}") from error
 
-    def close(self) -> None:
-        """Stop the background thread (after its current batch) and release files."""
-        self.stop()
+    def close(self, timeout: float = 30.0) -> bool:
+        """Stop the background threads (see :meth:`stop`) and release the files; False
+        (files left open) when a thread is still inside a step after ``timeout``
+        seconds, since closing the ledger or the lock under it would break its pass
+        and let another process start the same work."""
+        if not self.stop(timeout):
+            logger.warning("an indexing thread is still running; its files stay open, and "
+                           "its pass lock held, until it ends or the process does")  # fmt: skip
+            return False
         self._ledger.close()
         self._lock.close()
         self._presence.close()
+        return True
 
     def announce_host(self) -> None:
         """Mark this process as a native host: it embeds every backlog, and other
@@ -240,12 +262,28 @@ class Indexer:
         self.commits += 1
         return mark
 
+    @contextmanager
+    def _pass(self, wait: float) -> Iterator[bool]:
+        """The pass lock (see :meth:`PassLock.hold`); a pass stopped at a checkpoint
+        drops what it staged before the lock is released."""
+        with self._lock.hold(wait) as held:
+            try:
+                yield held
+            except _Stopping:
+                self.index.rollback()
+                raise
+
+    def _checkpoint(self) -> None:
+        """A safe point of a background pass: give up here when asked to stop."""
+        if self._stop.is_set() and threading.current_thread() is self._thread:
+            raise _Stopping
+
     # ------------------------------------------------------- explicit runs
 
     def run_text(self, *, wait: float = 0.0, progress: Progress | None = None) -> bool:
         """One text pass up to the current change; False if another pass held the lock
         for longer than ``wait`` seconds."""
-        with self._lock.hold(wait) as held:
+        with self._pass(wait) as held:
             if held:
                 self._text_pass(progress)
             return held
@@ -304,7 +342,7 @@ class Indexer:
         """Rebuild the index from scratch: delete every document, then scan every entity
         of the ledger (resumable: a killed rebuild continues on the next pass)."""
         wait = self.config.index_lock_timeout
-        with self._lock.hold(wait) as held:
+        with self._pass(wait) as held:
             if not held:
                 raise IndexBusy(wait)
             self.index.rollback()
@@ -317,7 +355,7 @@ class Indexer:
         words and vectors leave the index files. False (and retried in the background)
         if another pass kept the lock for longer than ``wait``."""
         wait = self.config.index_lock_timeout if wait is None else wait
-        with self._lock.hold(wait) as held:
+        with self._pass(wait) as held:
             if held:
                 self._text_pass(None)
                 self._compact()
@@ -347,11 +385,13 @@ class Indexer:
             batch := self._ledger.pending_captures(min(_EXTRACT_BATCH, budget - done))
         ):
             for raw in batch:
+                self._checkpoint()
                 try:
                     found = extract_main_text(raw.html, raw.url)
                     self._ledger.complete_capture(
                         raw, text=found.text, title=found.title, language=found.language
                     )
+                    logger.debug("extracted queued capture %d", raw.id)
                 except BacktrailError:
                     logger.warning("dropping a queued capture that cannot be stored", exc_info=True)
                     self._ledger.drop_capture(raw.id)
@@ -366,6 +406,7 @@ class Indexer:
         start = mark.text
         end = self._ledger.max_change_seq()
         while True:
+            self._checkpoint()
             changes = self._ledger.changes_since(mark.text, limit=self.config.text_batch_changes)
             if not changes:
                 return
@@ -377,6 +418,7 @@ class Indexer:
         entities = [e for e in _entities(changes) if e[1] != "page" or e[2] not in touched]
         staged = 0
         for start in range(0, len(entities), _FETCH_CHUNK):
+            self._checkpoint()
             staged += self._stage_entities(entities[start : start + _FETCH_CHUNK])
             following = start + _FETCH_CHUNK
             if staged >= self.config.text_batch_bytes and following < len(entities):
@@ -441,6 +483,7 @@ class Indexer:
     def _text_scan(self, mark: Watermark, progress: Progress | None) -> Watermark:
         done, total = self._reader.scan_progress(mark.text_scan)
         while mark.text_scan is not None:
+            self._checkpoint()
             entity_type, after = mark.text_scan
             batch = _SCAN_BATCH.get(entity_type, _SCAN_BATCH_DEFAULT)
             ids = self._reader.ids_after(entity_type, after, batch)
@@ -467,7 +510,7 @@ class Indexer:
     ) -> bool:
         """Under the lock: text first, then one vector batch (of changes up to ``upto``
         if given). True if more remain."""
-        with self._lock.hold(wait) as held:
+        with self._pass(wait) as held:
             if not held:
                 return False
             self._text_pass(progress)
@@ -514,6 +557,7 @@ class Indexer:
         and the sequence number up to which every change is then covered."""
         docs: list[Document] = []
         for start in range(0, len(entities), _FETCH_CHUNK):
+            self._checkpoint()
             chunk = entities[start : start + _FETCH_CHUNK]
             found = self._fetch_all(chunk)
             for position, (_, entity_type, entity_id) in enumerate(chunk, start):
@@ -556,18 +600,27 @@ class Indexer:
         size = self.config.vector_batch_passages
         for start in range(0, len(docs), size):
             part = docs[start : start + size]
-            vectors = embedder.embed([embedding_text(doc) for doc in part])
+            vectors = self._embed(embedder, [embedding_text(doc) for doc in part])
             with_vectors = [{**doc, "vector": v} for doc, v in zip(part, vectors, strict=True)]
             self.index.upsert(cast("list[_core.Document]", with_vectors))
             self._commit(final if start + size >= len(docs) else current)
         if not docs:
             self._commit(final)
 
+    def _embed(self, embedder: TextEmbedder, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors for ``texts``, a piece at a time with a checkpoint before each."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), _EMBED_PIECE):
+            self._checkpoint()
+            vectors += embedder.embed(texts[start : start + _EMBED_PIECE])
+        return vectors
+
     def _vector_scan_step(self, mark: Watermark, embedder: TextEmbedder) -> bool:
         """Embed the next batch of a rebuild scan, in entity id order."""
         docs: list[Document] = []
         position: tuple[str, int] | None = mark.vector_scan
         while position is not None and len(docs) < self.config.vector_batch_passages:
+            self._checkpoint()
             entity_type, after = position
             ids = self._reader.ids_after(entity_type, after, _FETCH_CHUNK)
             if not ids:
@@ -598,14 +651,20 @@ class Indexer:
                 self._thread.start()
         self._wake.set()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop the background thread after its current batch, and a running merge."""
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the background thread and a running merge: a pass gives up at its next
+        checkpoint (see the module doc). True when both ended within ``timeout``
+        seconds; False when one is still inside a step (an extraction, an embedding
+        piece, a commit) that cannot be interrupted."""
         self._stop.set()
         self._wake.set()
         self.index.stop_merging()
-        for thread in (self._thread, self._merge_thread):
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        others = [t for t in (self._thread, self._merge_thread)
+                  if t is not None and t is not threading.current_thread()]  # fmt: skip
+        for thread in others:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in others)
 
     def _background(self) -> None:
         lower_thread_priority(self.config.indexer_nice)
@@ -620,6 +679,10 @@ class Indexer:
             try:
                 self._background_pass()
                 failures = 0
+            except _Stopping:
+                logger.info("indexing stopped at a checkpoint; the next pass resumes from "
+                            "the last commit")  # fmt: skip
+                return
             except Exception:
                 failures += 1
                 delay = min(_MAX_RETRY_SECONDS, 2.0**failures)

@@ -4,7 +4,9 @@ ports (a thin front end, see docs/architecture.md).
 The browser starts ``backtrail-host`` (through the launcher ``backtrail install``
 writes) when the extension calls ``chrome.runtime.connectNative("com.backtrail.host")``,
 passes the caller's origin as ``argv[1]``, and talks over stdin/stdout in the frames of
-``native-host/PROTOCOL.md``. The host answers until stdin ends, then exits 0.
+``native-host/PROTOCOL.md``. The host answers until stdin ends, then exits 0 within
+:data:`EXIT_GRACE_SECONDS` of the answers it still owed: a running indexing pass stops
+at a checkpoint or ends with the process, and the next process resumes it.
 
 Modules: ``framing`` (frames and their errors), ``schema`` (field validation),
 ``dispatch`` (message types to service calls), ``export`` (protocol shapes and paging),
@@ -26,9 +28,12 @@ from typing import IO, TYPE_CHECKING
 if TYPE_CHECKING:
     from backtrail.config import Config
 
-__all__ = ["HOST_NAME", "main", "run"]
+__all__ = ["EXIT_GRACE_SECONDS", "HOST_NAME", "main", "run"]
 
 HOST_NAME = "com.backtrail.host"
+EXIT_GRACE_SECONDS = 1.0
+"""After the end of stdin, how long the host waits for a running indexing pass to stop
+at a checkpoint before it exits anyway (the pass is resumed by the next process)."""
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +127,17 @@ def run(
     limit = max_request_bytes(config)
     sync = memory.browser() if memory is not None else None
     dispatcher = Dispatcher(sync, max_request_bytes=limit, failure=failure)
+    settled = True
     try:
-        return serve(FrameReader(stdin, limit), FrameWriter(stdout), dispatcher)
+        status = serve(FrameReader(stdin, limit), FrameWriter(stdout), dispatcher)
     finally:
         if memory is not None:
-            memory.close()
+            settled = memory.close(timeout=EXIT_GRACE_SECONDS)
         logging.shutdown()
+    if not settled:
+        # The indexing thread is inside a step that cannot be interrupted. Everything
+        # acknowledged is in the ledger; the step's work ends with the process, whose
+        # end also releases the pass lock, so the next host resumes it, never beside it.
+        stdout.flush()
+        os._exit(status)
+    return status

@@ -73,10 +73,14 @@ class MemoryBase:
             raise
         self._indexer.schedule()  # catch up with whatever others wrote meanwhile
 
-    def close(self) -> None:
-        """Stop background indexing (after its current batch) and close the files."""
-        self._indexer.close()
+    def close(self, timeout: float = 30.0) -> bool:
+        """Stop background indexing and close the files. A pass gives up at its next
+        checkpoint (the next process resumes it); False when the indexing thread was
+        still inside a step after ``timeout`` seconds: its files then stay open until
+        the process ends (see :meth:`~backtrail.indexer.Indexer.close`)."""
+        settled = self._indexer.close(timeout)
         self._ledger.close()
+        return settled
 
     @contextmanager
     def acting_as(self, client: str) -> Iterator[None]:
