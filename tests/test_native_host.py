@@ -376,6 +376,20 @@ def test_forget_a_domain_removes_it_from_search_and_needs_exactly_one_selector(
     assert error_of(host.call("forget", url="file:///x"))["code"] == 8
 
 
+def test_forget_refuses_a_public_suffix_and_keeps_every_site_under_it(host: HostProcess) -> None:
+    urls = ["https://python.org/a", "https://www.bbc.co.uk/b", "https://me.github.io/c"]
+    for n, url in enumerate(urls):
+        capture(host, url, "A walrus in every page.", f"v-{n}")
+    for suffix in ("org", ".org", "co.uk", "UK", "github.io", "*.com"):
+        error = error_of(host.call("forget", domain=suffix))
+        assert error["code"] == 16 and error["details"] == {"field": "domain"}, suffix
+        assert "public suffix" in error["message"]
+    assert sorted(search_urls(host, "walrus")) == sorted(urls)
+    assert host.ok("forget", domain="me.github.io")["counts"]["pages"] == 1
+    assert host.ok("forget", domain="python.org")["counts"]["pages"] == 1
+    assert search_urls(host, "walrus") == ["https://www.bbc.co.uk/b"]
+
+
 def test_settings_are_stored_per_profile_and_their_exclusions_apply(host: HostProcess) -> None:
     assert host.ok("settings_get") == {"settings": None, "version": 0}
     settings = {"exclusions": {"use_defaults": True, "rules": ["private.example"]},

@@ -16,6 +16,7 @@ from backtrail.urls import (
     matching_rule,
     normalize_domain,
     scrub_url,
+    site_domain,
     url_host,
     validate_capture_url,
     validate_exclusion_rule,
@@ -393,3 +394,20 @@ def test_invalid_exclusion_rules_are_refused(rule: object, reason: str) -> None:
 def test_rules_must_be_a_list_not_one_string() -> None:
     with pytest.raises(InvalidUrl, match="must be a list of rules, not one string"):
         is_excluded("https://example.com/", "example.com")
+
+
+@pytest.mark.parametrize("suffix", ["org", "co.uk", "github.io", "*.com", "xn--p1ai", "any.ck"])
+def test_a_public_suffix_is_no_site_domain(suffix: str) -> None:
+    with pytest.raises(InvalidUrl, match="public suffix"):
+        site_domain(suffix)
+
+
+@pytest.mark.parametrize(
+    ("domain", "expected"),
+    [("python.org", "python.org"), ("WWW.BBC.co.uk.", "www.bbc.co.uk"),
+     ("me.github.io", "me.github.io"), ("localhost", "localhost"), ("wiki.corp", "wiki.corp"),
+     ("corp", "corp"), ("127.0.0.1", "127.0.0.1"),
+     ("https://docs.python.org/3/", "docs.python.org")],
+)  # fmt: skip
+def test_site_domain_normalises_registered_and_unlisted_names(domain: str, expected: str) -> None:
+    assert site_domain(domain) == expected

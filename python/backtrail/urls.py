@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from urllib.parse import unquote, unquote_plus
 
 from backtrail.errors import InvalidUrl
@@ -46,6 +47,7 @@ __all__ = [
     "canonical_url",
     "url_host",
     "normalize_domain",
+    "site_domain",
     "domain_matches",
     "validate_exclusion_rule",
     "matching_rule",
@@ -541,6 +543,29 @@ def normalize_domain(domain: object) -> str:
     if "/" in text or "@" in text:
         raise InvalidUrl(domain, "is not a domain name", "domain")
     return _parse(f"http://{text}/", "domain").host
+
+
+@functools.cache
+def _public_suffixes() -> Any:
+    """The Public Suffix List snapshot shipped in the ``publicsuffixlist`` wheel (read
+    once, offline). Only listed suffixes count: an unlisted top-level name such as
+    ``localhost`` or an intranet's ``corp`` is not taken for a public one."""
+    from publicsuffixlist import PublicSuffixList
+
+    return PublicSuffixList(accept_unknown=False)
+
+
+def site_domain(domain: object) -> str:
+    """A domain that names someone's sites, as :func:`normalize_domain` spells it;
+    ``InvalidUrl`` for a public suffix of the Public Suffix List (``org``, ``co.uk``,
+    ``github.io``...), under which anyone can register a name, so it names every site
+    under it rather than one."""
+    name = normalize_domain(domain)
+    if not name.startswith("[") and _public_suffixes().is_public(name):
+        raise InvalidUrl(domain, f"{name!r} is a public suffix: it covers every site "
+                         f"registered under it; name one site, such as example.{name}",
+                         "domain")  # fmt: skip
+    return name
 
 
 def domain_matches(host: str, domain: str) -> bool:

@@ -6,7 +6,8 @@ except facts with ``everything=True, include_facts=True``):
 - ``url``: the page with that canonical URL (all its versions and visits), highlights,
   notes and bookmarks on it, open-tab rows showing it, and the referrer of any other
   visit that came from it (set to NULL).
-- ``domain``: the same for every URL on that host or any of its subdomains.
+- ``domain``: the same for every URL on that host or any of its subdomains. A public
+  suffix (``org``, ``co.uk``, ``github.io``) is refused: it names every site under it.
 - ``since``/``until`` (either may be omitted): visits in [since, until); page versions
   captured or updated in that range; highlights and notes created in it. A page left
   with neither visits nor versions is removed; one that keeps some has its visit count,
@@ -38,7 +39,7 @@ from backtrail.errors import BacktrailError, InvalidInput
 from backtrail.store import checks
 from backtrail.store.core import LedgerCore
 from backtrail.store.models import ForgetResult, VacuumMode
-from backtrail.urls import normalize_domain
+from backtrail.urls import site_domain
 
 __all__ = ["ForgetMixin"]
 
@@ -89,7 +90,7 @@ class ForgetMixin(LedgerCore):
             where, params = "canonical_url = ?", [canonical]
             referrer_where, referrer_params = "referrer = ?", [canonical]
         elif kind == "domain":
-            name = normalize_domain(domain)
+            name = site_domain(domain)
             where = "(domain = ? OR domain LIKE ? ESCAPE '\\')"
             params = [name, "%." + name.replace("_", "\\_")]
             referrer_where = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
