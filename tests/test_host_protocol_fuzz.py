@@ -1,6 +1,10 @@
 """Property tests (hypothesis) of the host's frame parser and dispatcher: whatever bytes
 or messages arrive, every frame gets exactly one well-formed answer with a frozen code,
-nothing raises, and nothing already stored is lost.
+nothing raises, and nothing already stored is lost. Then the same through the real
+process: ten thousand generated frames (wrong types, unknown types, deep nesting, bad
+escapes and bytes, huge strings, bad ids) over its pipes, each answered or refused,
+after which the host still serves (``BACKTRAIL_FUZZ_MESSAGES`` / ``_SEED`` change the
+run).
 
 A short run by default; ``BACKTRAIL_FUZZ_PROFILE=long`` (used by
 ``bench/host_bench.py fuzz``) runs many more examples.
@@ -11,8 +15,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import re
 import struct
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +40,7 @@ from backtrail.native_host.framing import (
 )
 from backtrail.service import Memory
 from helpers import make_config
-from host_client import capture_fields, hello_fields, visit
+from host_client import HostProcess, capture_fields, hello_fields, visit
 
 settings.register_profile("short", max_examples=150, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
@@ -300,3 +306,130 @@ def test_forget_messages_are_answered_and_only_forget_what_they_name(
         assert response["result"]["selector"] in ("url", "domain", "time_range", "everything")
         memory.capture_page(KEPT_URL, text="stored before the fuzzing started")
     still_stored(memory)
+
+
+# ------------------------------------------------------- the real process, in bulk
+
+PROCESS_MESSAGES = int(os.environ.get("BACKTRAIL_FUZZ_MESSAGES", "10000"))
+PROCESS_LIMIT = 256 * 1024  # the host's per-message cap in this run (BACKTRAIL_MAX_REQUEST_BYTES)
+JUNK_VALUES: list[Any] = [None, True, False, 0, -1, 2**64, 1.5, -0.0, "", "x" * 70, "é東🦀",
+                          "\ud800", [], {}, [None], {"": None}, "javascript:alert(1)"]  # fmt: skip
+
+
+def _junk(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 3 and roll < 0.15:
+        return [_junk(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if depth < 3 and roll < 0.3:
+        return {rng.choice(["url", "", "id", "type", "é", "x" * 9]): _junk(rng, depth + 1)
+                for _ in range(rng.randint(0, 3))}  # fmt: skip
+    if roll < 0.4:
+        return "".join(rng.choice("ab\\\"\n\t\u0000é🦀/") for _ in range(rng.randint(0, 40)))
+    return rng.choice(JUNK_VALUES)
+
+
+def _mutate(rng: random.Random, message: dict[str, Any]) -> None:
+    """Drop a member, give one (possibly nested) a wrong value, or add an unknown one."""
+    target: Any = message
+    while True:
+        keys = sorted(k for k in target if k != "id")
+        if not keys:
+            return
+        key = rng.choice(keys)
+        child = target[key]
+        if isinstance(child, dict) and child and rng.random() < 0.5:
+            target = child
+            continue
+        if isinstance(child, list) and child and isinstance(child[0], dict) and rng.random() < 0.5:
+            target = child[0]
+            continue
+        action = rng.random()
+        if action < 0.3:
+            del target[key]
+        elif action < 0.8:
+            target[key] = _junk(rng)
+        else:
+            target[rng.choice(["extra", "Type", "ID", "__proto__"])] = _junk(rng)
+        return
+
+
+def _body(rng: random.Random, n: int) -> tuple[bytes, str | None]:
+    """One generated frame body and the id its answer must carry (``None``: any id the
+    host could recover, or none)."""
+    ident = f"f{n}"
+    kind = rng.choice(NON_DESTRUCTIVE)
+    message: dict[str, Any] = {"id": ident, "type": kind,
+                               **json.loads(json.dumps(TEMPLATES[kind]))}  # fmt: skip
+    roll = rng.random()
+    if roll < 0.45:  # wrong types, missing and unknown members
+        for _ in range(rng.randint(1, 3)):
+            _mutate(rng, message)
+        return body_of(message), ident
+    if roll < 0.55:  # unknown or mistyped message types
+        message["type"] = rng.choice(["", "Hello", "capture", "drop_table", 7, None, ["visit"],
+                                      "x" * 300, "search\u0000"])  # fmt: skip
+        return body_of(message), ident
+    if roll < 0.63:  # deep nesting, below and far beyond the parser's recursion limit
+        depth = rng.choice([65, 200, 5_000, 100_000])
+        nested = b"[" * depth + b"]" * depth
+        return b'{"id":"' + ident.encode() + b'","type":"visit","url":' + nested + b"}", None
+    if roll < 0.71:  # bad escapes and bad bytes
+        bad = rng.choice([b'"\\x41"', b'"\\u12"', b'"\\ud800"', b'"\\udc00\\ud800"', b'"\\',
+                          b'"\xff\xfe"', b'"\xc3"', b'"\xed\xa0\x80"', b"'single'", b"NaN",
+                          b'"tab\there"'])  # fmt: skip
+        return b'{"id":"' + ident.encode() + b'","type":"note","content":' + bad + b"}", None
+    if roll < 0.79:  # huge strings, under and over the host's cap
+        size = rng.choice([9_000, 120_000, PROCESS_LIMIT + 1, 2 * PROCESS_LIMIT])
+        field = rng.choice(["url", "title", "text", "query", "content"])
+        message[field] = rng.choice("aé/%") * size
+        return body_of(message), None if len(body_of(message)) > PROCESS_LIMIT else ident
+    if roll < 0.87:  # ids that are missing, invalid, or of the wrong type
+        message["id"] = rng.choice([None, 7, "", "x" * 65, "spa ce", ["f"], {"id": "f"}])
+        return body_of(message), None
+    if roll < 0.92:  # JSON that is not an object
+        return body_of(_junk(rng)) if rng.random() < 0.5 else b"[1,2,3]", None
+    return body_of(message), ident  # a valid message among the bad ones
+
+
+def test_the_host_process_answers_ten_thousand_generated_messages_and_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(int(os.environ.get("BACKTRAIL_FUZZ_SEED", "20261201")))
+    env = {"BACKTRAIL_MAX_REQUEST_BYTES": str(PROCESS_LIMIT)}
+    with HostProcess(tmp_path / "home", env=env) as host:
+        host.hello()
+        host.ok("capture_page", **capture_fields(KEPT_URL, "stored before the fuzzing",
+                                                 visit_id="kept"))  # fmt: skip
+        codes: Counter[str] = Counter()
+        sent = 0
+        while sent < PROCESS_MESSAGES:
+            chunk = [_body(rng, n) for n in range(sent, min(sent + 500, PROCESS_MESSAGES))]
+            host.send_raw(b"".join(struct.pack("<I", len(b)) + b for b, _ in chunk))
+            for body, ident in chunk:
+                reply = host.recv(timeout=120)
+                if ident is not None:
+                    assert reply["id"] == ident, (reply, body[:200])
+                else:
+                    assert reply["id"] is None or body.startswith(b'{"id":"' + reply["id"].encode())
+                if reply["ok"]:
+                    codes["ok"] += 1
+                    continue
+                error = reply["error"]
+                assert error["code"] in CODES and error["name"] == Code(error["code"]).wire_name
+                assert isinstance(error["message"], str) and error["message"]
+                codes[error["name"]] += 1
+            sent += len(chunk)
+        assert sum(codes.values()) == PROCESS_MESSAGES and host.junk == []
+        # still serving: state is restored, a new capture is stored and found, nothing lost
+        host.ok("resume")
+        host.ok("settings_set", settings={"exclusions": {"use_defaults": True, "rules": []}})
+        host.ok("capture_page", **capture_fields("https://example.com/after", "a quokka after",
+                                                 visit_id="after"))  # fmt: skip
+        found = [r["url"] for r in host.ok("search", query="quokka")["results"]]
+        assert found == ["https://example.com/after"]
+        kept = [r["url"] for r in host.ok("search", query="fuzzing")["results"]]
+        assert kept == [KEPT_URL]
+        assert host.wait() == 0
+    for name in ("ok", "invalid_json", "invalid_utf8", "unknown_type", "message_too_large",
+                 "wrong_field_type", "missing_field"):  # fmt: skip
+        assert codes[name] > 0, (name, codes)
