@@ -263,7 +263,7 @@ def test_excluded_urls_are_refused_and_the_rules_can_be_changed(memory: Memory) 
         memory.capture_page("https://mail.google.com/mail/u/0?token=abc", text="inbox")
     assert raised.value.rule == "mail.google.com" and "abc" not in raised.value.message
     with pytest.raises(Excluded):
-        memory.record_visit("https://shop.example.com/checkout/step1")
+        memory.record_visit("https://shop.example.com/checkout/shipping")
     assert memory.capture_settings().default_exclusions
     memory.add_exclusion("*.internal.example.com")
     with pytest.raises(Excluded):

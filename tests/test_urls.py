@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import random
+from pathlib import Path
 
 import pytest
 
@@ -284,15 +286,18 @@ def test_normalize_domain_accepts_bare_domains_wildcards_and_urls() -> None:
     [
         ("https://accounts.google.com/ServiceLogin", "accounts.google.com"),
         ("https://mail.google.com/mail/u/0/#inbox", "mail.google.com"),
-        ("https://login.example.com/", "login.*"),
-        ("https://example.com/login?next=/home", "*/login*"),
-        ("https://example.com/users/sign_in", "*/sign_in*"),
-        ("https://example.com/SignIn", "*/signin*"),
-        ("https://example.com/oauth/authorize?client_id=1", "*/oauth*"),
-        ("https://shop.example.com/checkout/step-2", "*/checkout*"),
-        ("https://www.paypal.com/myaccount/summary", "paypal.com"),
+        ("https://example.com/login?next=/home", "*/login"),
+        ("https://example.com/accounts/login/", "*/login/"),
+        ("https://example.com/Login.aspx", "*/login.*"),
+        ("https://example.com/users/sign_in", "*/sign_in"),
+        ("https://example.com/SignIn", "*/signin"),
+        ("https://example.com/oauth/authorize?client_id=1", "*/authorize"),
+        ("https://example.com/forgot-password?email=x", "*/forgot-password*"),
+        ("https://shop.example.com/checkout", "*/checkout"),
+        ("https://shop.example.com/checkout/shipping", "*/checkout/shipping*"),
+        ("https://www.paypal.com/myaccount/summary", "www.paypal.com/*"),
         ("https://vault.bitwarden.com/#/vault", "vault.bitwarden.com"),
-        ("https://acme.okta.com/app/x", "okta.com"),
+        ("https://acme.okta.com/signin/verify", "*.okta.com/signin/*"),
         ("https://github.com/settings/tokens", "github.com/settings/*"),
         ("https://chromewebstore.google.com/detail/x", "chromewebstore.google.com"),
     ],
@@ -315,9 +320,24 @@ def test_default_rules_exclude_sign_in_mail_payment_and_password_pages(
         "https://news.ycombinator.com/item?id=1",
         "https://www.google.com/search?q=login+page",
         "https://example.com/author/jane",
+        "https://docs.djangoproject.com/en/3.2/topics/signing.html",
+        "https://docs.djangoproject.com/en/3.2/topics/auth/default.html",
+        "https://docs.oracle.com/en/java/javase/17/docs/api/java.base/javax/security/auth/"
+        "login/LoginContext.html",
+        "https://example.com/blog/login-tips",
+        "https://git-scm.com/docs/git-checkout",
+        "https://oauth.net/2/",
+        "https://docs.example.com/saml/overview",
+        "https://docs.example.com/payment/intents",
+        "https://docs.aws.amazon.com/signin/latest/userguide/what-is-sign-in.html",
+        "https://secure.example.org/docs/",
+        "https://auth.example.dev/guide",
+        "https://accounts.example.net/help",
+        "https://login.example.com/docs/",
+        "https://developer.paypal.com/api/rest/",
     ],
 )
-def test_default_rules_keep_local_docs_and_ordinary_pages(url: str) -> None:
+def test_default_rules_keep_local_docs_ordinary_pages_and_docs_about_sign_in(url: str) -> None:
     assert matching_rule(url) is None
     assert is_excluded(url) is False
 
@@ -411,3 +431,40 @@ def test_a_public_suffix_is_no_site_domain(suffix: str) -> None:
 )  # fmt: skip
 def test_site_domain_normalises_registered_and_unlisted_names(domain: str, expected: str) -> None:
     assert site_domain(domain) == expected
+
+
+# --------------------------------------------------- default rules, measured on real URLs
+
+DATA = Path(__file__).parent / "data"
+
+
+def doc_corpus_urls() -> list[str]:
+    """The URL ids of the benchmark's real documentation corpus (``data/gen_doc_corpus.py``)."""
+    urls, base = [], ""
+    text = gzip.decompress((DATA / "doc_corpus_paths.txt.gz").read_bytes()).decode("utf-8")
+    for line in text.split("\n"):
+        if line.startswith("# "):
+            base = line[2:]
+        elif line:
+            urls.append(base + line)
+    return urls
+
+
+def sign_in_urls() -> list[str]:
+    lines = (DATA / "signin_urls.txt").read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_no_page_of_the_real_documentation_corpus_is_excluded_by_default() -> None:
+    urls = doc_corpus_urls()
+    assert len(urls) == 35_048 and len({url_host(url) for url in urls}) == 7
+    rules = ExclusionRules(DEFAULT_EXCLUSIONS)
+    matched = ((url, rules.match(url)) for url in urls)
+    assert [(url, rule) for url, rule in matched if rule is not None] == []
+
+
+def test_every_real_sign_in_recovery_mail_password_and_checkout_url_is_excluded() -> None:
+    urls = sign_in_urls()
+    assert len(urls) >= 100
+    rules = ExclusionRules(DEFAULT_EXCLUSIONS)
+    assert [url for url in urls if rules.match(url) is None] == []

@@ -36,29 +36,50 @@ export const DEFAULT_EXCLUSIONS = Object.freeze([
   // Extension stores.
   "chromewebstore.google.com", "chrome.google.com/webstore*",
   "microsoftedge.microsoft.com/addons*",
-  // Sign-in and identity providers.
+  // Identity providers and account pages.
   "accounts.google.com", "myaccount.google.com", "login.microsoftonline.com",
-  "login.live.com", "account.live.com", "account.microsoft.com", "appleid.apple.com",
-  "idmsa.apple.com", "signin.aws.amazon.com", "id.atlassian.com", "okta.com",
-  "onelogin.com", "duosecurity.com", "github.com/login*", "github.com/session*",
-  "github.com/settings/*", "login.*", "signin.*", "auth.*", "sso.*", "accounts.*",
-  "secure.*",
+  "login.microsoft.com", "login.live.com", "account.live.com", "account.microsoft.com",
+  "appleid.apple.com", "idmsa.apple.com", "iforgot.apple.com", "signin.aws.amazon.com",
+  "id.atlassian.com", "login.okta.com", "duosecurity.com", "login.yahoo.com",
+  "accounts.firefox.com", "login.gov", "login.salesforce.com", "auth.pingone.*",
+  "cloudflareaccess.com", "auth.openai.com", "accounts.spotify.com", "signin.ebay.com",
+  "portal.azure.com/signin/*", "*.okta.com/signin/*", "github.com/login*",
+  "github.com/session*", "github.com/settings/*",
   // Mail and private messaging.
   "mail.google.com", "outlook.live.com", "outlook.office.com", "outlook.office365.com",
-  "mail.yahoo.com", "mail.proton.me", "app.fastmail.com", "web.whatsapp.com",
-  "messages.google.com", "web.telegram.org",
+  "mail.yahoo.com", "mail.proton.me", "app.fastmail.com", "mail.aol.com", "mail.zoho.com",
+  "app.tuta.com", "mail.tutanota.com", "www.icloud.com/mail*", "app.hey.com",
+  "web.whatsapp.com", "messages.google.com", "web.telegram.org",
   // Password managers.
   "passwords.google.com", "passwords.google", "vault.bitwarden.com", "vault.bitwarden.eu",
   "my.1password.com", "my.1password.eu", "lastpass.com/vault*", "app.dashlane.com",
-  "keepersecurity.com/vault*",
+  "keepersecurity.com/vault*", "app.nordpass.com", "pass.proton.me",
   // Payments.
-  "checkout.stripe.com", "billing.stripe.com", "pay.google.com", "payments.google.com",
-  "paypal.com",
-  // Sign-in, account-recovery and checkout paths on any site.
-  "*/login*", "*/logon*", "*/signin*", "*/sign-in*", "*/sign_in*", "*/signup*",
-  "*/sign-up*", "*/wp-login*", "*/oauth*", "*/auth/*", "*/sso/*", "*/saml*",
-  "*/two-factor*", "*/reset-password*", "*/forgot-password*", "*/change-password*",
-  "*/password/reset*", "*/checkout*", "*/payment/*",
+  "checkout.stripe.com", "billing.stripe.com", "dashboard.stripe.com", "pay.google.com",
+  "payments.google.com", "paypal.com/*", "www.paypal.com/*", "pay.amazon.com",
+  "pay.shopify.com", "checkout.square.site",
+  // Sign-in steps on any site: the last path segment names the step.
+  "*/login", "*/login/", "*/login.*", "*/login2", "*/login2/", "*/log-in", "*/log-in/",
+  "*/logon", "*/logon/", "*/logon.*", "*/signin", "*/signin/", "*/sign-in", "*/sign-in/",
+  "*/sign_in", "*/sign_in/", "*/signup", "*/signup/", "*/sign-up", "*/sign-up/",
+  "*/u/login*", "*/wp-login.php", "*/wp-admin", "*/wp-admin/*", "*/special:userlogin*",
+  "*/special:passwordreset*", "*://*title=special:userlogin*",
+  "*://*/ucp.php?*mode=login*",
+  // Single sign-on and delegated authorisation endpoints.
+  "*/authorize", "*/o/oauth2/*", "*/protocol/openid-connect/auth", "*/adfs/ls*",
+  "*/idp/profile/saml2/*", "*/saml/login*", "*/saml/sso*", "*/saml2/sso*",
+  // Account recovery and second factors.
+  "*/forgot", "*/forgot/", "*/forgot-password*", "*/forgot_password*",
+  "*/forgotpassword*", "*/reset-password*", "*/reset_password*", "*/password-reset*",
+  "*/password_reset*", "*/request-password-reset*", "*/password/reset*", "*/password/new",
+  "*/user/password", "*/account/recover*", "*/account-recovery*", "*/recover/initiate*",
+  "*/loginhelp", "*/helpwithlogininfo", "*/sessions/two-factor*", "*/two-factor",
+  "*/two-factor/verify*", "*/2fa", "*/2fa/", "*/2fa/verify*", "*/mfa", "*/mfa/",
+  "*/mfa/challenge*",
+  // Checkout steps of shops.
+  "*/checkout", "*/checkout/", "*/checkout/onepage*", "*/checkout/cart*",
+  "*/checkout/shipping*", "*/checkout/pay*", "*/checkout/entry/*", "*/checkouts/*",
+  "*/chk/xo*", "*/gp/buy/*",
 ]);
 
 const CAPTURE_SCHEMES = new Set(["http:", "https:"]);

@@ -26,7 +26,7 @@ test("gate_refuses_non_http_schemes", () => {
 
 test("gate_refuses_excluded_pages_naming_the_rule", () => {
   assert.deepEqual(gate("https://www.blocked.example/x", { rules }), { ok: false, reason: "excluded", rule: "blocked.example" });
-  assert.equal(gate("https://example.com/login", { rules }).rule, "*/login*");
+  assert.equal(gate("https://example.com/login", { rules }).rule, "*/login");
 });
 
 test("gate_allows_localhost_test_servers", () => {

@@ -1,6 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, existsSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import {
   DEFAULT_EXCLUSIONS, canonicalUrl, compileRules, effectiveRules, isCapturableUrl, matchRule,
   normalizeDomain, scrubUrl, validateRule, SECRET_PARAMS,
@@ -65,25 +66,61 @@ test("normalize_domain_lowercases_and_punycodes", () => {
   assert.equal(normalizeDomain("not a domain"), null);
 });
 
-test("default_rules_exclude_sign_in_mail_and_checkout_pages", () => {
+const DATA = new URL("../../tests/data/", import.meta.url);
+
+function docCorpusUrls() {
+  let base = "";
+  const urls = [];
+  for (const line of gunzipSync(readFileSync(new URL("doc_corpus_paths.txt.gz", DATA))).toString("utf8").split("\n")) {
+    if (line.startsWith("# ")) base = line.slice(2);
+    else if (line) urls.push(base + line);
+  }
+  return urls;
+}
+
+function signInUrls() {
+  return readFileSync(new URL("signin_urls.txt", DATA), "utf8")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith("#"));
+}
+
+test("no_page_of_the_real_documentation_corpus_is_excluded_by_default", { skip: !existsSync(DATA) }, () => {
   const rules = effectiveRules({ use_defaults: true, rules: [] });
-  const excluded = [
-    "https://accounts.google.com/ServiceLogin",
-    "https://mail.google.com/mail/u/0/",
-    "https://login.example.com/",
-    "https://example.com/users/login?next=/",
-    "https://example.com/signin",
-    "https://example.com/oauth/authorize",
-    "https://shop.example.com/checkout/step1",
-    "https://www.paypal.com/myaccount",
-    "https://github.com/settings/tokens",
-  ];
-  for (const url of excluded) assert.notEqual(matchRule(url, rules), null, url);
+  const urls = docCorpusUrls();
+  assert.equal(urls.length, 35_048);
+  assert.deepEqual(urls.map((url) => [url, matchRule(url, rules)]).filter(([, rule]) => rule !== null), []);
 });
 
-test("default_rules_do_not_exclude_localhost_or_ordinary_pages", () => {
+test("every_real_sign_in_recovery_mail_password_and_checkout_url_is_excluded", { skip: !existsSync(DATA) }, () => {
   const rules = effectiveRules({ use_defaults: true, rules: [] });
-  for (const url of ["http://127.0.0.1:8000/page.html", "http://localhost:3000/docs", "https://en.wikipedia.org/wiki/Rust", "https://github.com/rust-lang/rust"]) {
+  const urls = signInUrls();
+  assert.ok(urls.length >= 100);
+  assert.deepEqual(urls.filter((url) => matchRule(url, rules) === null), []);
+});
+
+test("default_rules_name_the_step_not_a_substring", () => {
+  const rules = effectiveRules({ use_defaults: true, rules: [] });
+  const cases = {
+    "https://example.com/users/login?next=/": "*/login",
+    "https://example.com/Login.aspx": "*/login.*",
+    "https://example.com/signin": "*/signin",
+    "https://example.com/oauth/authorize": "*/authorize",
+    "https://shop.example.com/checkout/shipping": "*/checkout/shipping*",
+    "https://www.paypal.com/myaccount": "www.paypal.com/*",
+    "https://github.com/settings/tokens": "github.com/settings/*",
+  };
+  for (const [url, rule] of Object.entries(cases)) assert.equal(matchRule(url, rules), rule, url);
+});
+
+test("default_rules_do_not_exclude_localhost_ordinary_pages_or_docs_about_sign_in", () => {
+  const rules = effectiveRules({ use_defaults: true, rules: [] });
+  for (const url of [
+    "http://127.0.0.1:8000/page.html", "http://localhost:3000/docs", "https://en.wikipedia.org/wiki/Rust",
+    "https://github.com/rust-lang/rust", "https://docs.djangoproject.com/en/3.2/topics/signing.html",
+    "https://example.com/blog/login-tips", "https://git-scm.com/docs/git-checkout", "https://oauth.net/2/",
+    "https://secure.example.org/docs/", "https://auth.example.dev/guide", "https://login.example.com/docs/",
+  ]) {
     assert.equal(matchRule(url, rules), null, url);
   }
 });
