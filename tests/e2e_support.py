@@ -769,7 +769,8 @@ class PageServer:
     def __init__(self) -> None:
         self.pages: dict[str, tuple[str, bytes]] = {}
         self.requests: list[tuple[str, str]] = []
-        pages, requests = self.pages, self.requests
+        self.held: dict[str, threading.Event] = {}
+        pages, requests, held = self.pages, self.requests, self.held
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
@@ -781,6 +782,11 @@ class PageServer:
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
                 self.end_headers()
+                if path in held:  # the document commits, then stays loading until released
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    held[path].wait(60)
+                    body = body[len(body) // 2 :]
                 self.wfile.write(body)
 
             def log_message(self, *args: object) -> None:
@@ -824,6 +830,12 @@ class PageServer:
             f"</article></main>{tail}</body></html>"
         ))  # fmt: skip
         return self.url(path, host)
+
+    def hold(self, path: str) -> threading.Event:
+        """Send only the first half of ``path`` until the returned event is set (at most a
+        minute): the document commits and its tab stays loading meanwhile."""
+        self.held[path] = threading.Event()
+        return self.held[path]
 
     def served(self, path: str) -> list[str]:
         """The Host headers of the requests for ``path`` so far."""

@@ -457,3 +457,98 @@ def test_installed_host_serves_a_fresh_profile_and_exits_cleanly_on_browser_clos
     assert session.errors == ()
     with McpSession(profile) as mcp:
         assert _found(url)(mcp.wait_search("sea otters hold hands", timeout=5))
+
+
+# ------------------------------------------------------ titles, password fields
+
+SECRETS = ("SECRETB3live", "SECRETT4live", "SECRETJ5live", "SECRETL6live")
+
+
+def _extension_storage(worker: ServiceWorker) -> str:
+    """Everything the extension keeps on disk (chrome.storage.local), as JSON."""
+    return json.dumps(worker.evaluate("chrome.storage.local.get(null)"))
+
+
+def test_a_title_that_is_the_raw_url_loses_its_secrets_before_it_is_stored_anywhere(
+    rig: Rig,
+) -> None:
+    worker = rig.worker
+    untitled = rig.pages.add(
+        "/live/untitled.html", "<!doctype html><html><body><p>Quokkas of Rottnest "
+        "island, noted without a title element.</p></body></html>",
+    ) + "?token=SECRETB3live&q=ok"  # fmt: skip
+    notes = rig.pages.add(
+        "/live/notes.txt", "Wombat burrow notes, as plain text.", "text/plain; charset=utf-8"
+    ) + "?access_token=SECRETT4live"
+    session = rig.pages.add(
+        "/live/session.html;jsessionid=SECRETJ5live",
+        "<!doctype html><html><body><p>Numbat termite diet, in a session.</p></body></html>",
+    )
+    release = rig.pages.hold("/live/slow.html")
+    slow = rig.pages.add(
+        "/live/slow.html", "<!doctype html><html><body><p>Bilby burrows, slow to load.</p>"
+        "</body></html>",
+    ) + "?sig=SECRETL6live"  # fmt: skip
+    tabs = [rig.browser.open_tab(url) for url in (untitled, notes, session)]
+    loading = rig.browser.open_tab(slow, wait=False)
+    try:
+        # While the page loads, its tab's title is its raw URL, and the tab is sent.
+        wait_for(lambda: any("/live/slow.html" in (t.get("title") or "") for t in worker.tabs()),
+                 10, "the loading tab's title to be its URL")  # fmt: skip
+        rows = wait_for(lambda: [r for r in ledger_rows(rig.profile.data_dir,
+                                 "SELECT url, title FROM tabs") if "/live/slow" in (r["url"] or "")],
+                        10, "the loading tab to reach the host")  # fmt: skip
+        assert rows[0]["title"] and "/live/slow.html" in rows[0]["title"]
+        assert not any(s in json.dumps(rows) + _extension_storage(worker) for s in SECRETS)
+    finally:
+        release.set()
+    loading.wait_loaded()
+    tabs.append(loading)
+    base = f"http://127.0.0.1:{rig.pages.port}/live/"
+    for query, url in (("quokkas rottnest", "untitled.html?q=ok"), ("wombat burrow", "notes.txt"),
+                       ("numbat termite", "session.html"), ("bilby burrows", "slow.html")):
+        found = rig.mcp.wait_search(query, _found(base + url), timeout=10)
+        assert not any(s in json.dumps(found) for s in SECRETS)
+    titles = [r["title"] for r in ledger_rows(rig.profile.data_dir, "SELECT title FROM pages")]
+    assert f"127.0.0.1:{rig.pages.port}/live/untitled.html?q=ok" in titles
+    for tab in tabs:
+        tab.close()
+    worker.flush()
+    for secret in SECRETS:
+        assert store_mentions(rig.profile.data_dir, secret) == {}, secret
+        assert secret not in _extension_storage(worker)
+        assert rig.mcp.search(secret) == []
+
+
+def test_a_page_with_a_password_field_is_not_captured_and_is_counted_as_skipped(
+    rig: Rig,
+) -> None:
+    worker = rig.worker
+    before = worker.state()["stats"].get("skipped", {}).get("password field", 0)
+    portal = rig.pages.add(
+        "/portal/home", "<!doctype html><html><head><title>Gannet staff portal</title></head>"
+        "<body><h1>Gannet staff portal</h1><p>Gannets dive from thirty metres.</p><form>"
+        "<input name=user><input type=PASSWORD name=pw></form></body></html>",
+    )  # fmt: skip
+    control = rig.pages.article(
+        "/portal/open", "Petrel flight", ["Petrels glide low over the swell for hours."]
+    )
+    tab = rig.browser.open_tab(portal)
+    control_tab = rig.browser.open_tab(control)
+    rig.mcp.wait_search("petrels glide swell", _found(control), timeout=10)
+    wait_for(lambda: worker.state()["stats"]["skipped"].get("password field", 0) == before + 1,
+             10, "the password page to be counted as skipped")  # fmt: skip
+    with pytest.raises(CdpError, match="password field"):
+        worker.hook("captureTab", worker.tab_id(portal))
+    popup = rig.browser.open_popup()
+    try:
+        wait_for(lambda: "password field" in (popup.text("#stats") or ""), 10, "the popup")
+    finally:
+        popup.close()
+    tab.close()
+    control_tab.close()
+    worker.flush()
+    assert rig.mcp.search("gannets dive thirty metres") == []
+    for needle in ("Gannet", "/portal/home"):  # no page, version, visit or capture of it
+        assert {k: v for k, v in store_mentions(rig.profile.data_dir, needle).items()
+                if not k.startswith("tabs.")} == {}, needle  # fmt: skip

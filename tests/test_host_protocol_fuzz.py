@@ -108,6 +108,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "pause": {"until_time": None},
     "resume": {},
     "forget": {"url": "https://example.com/p"},
+    "skipped": {"rule": "*/login", "time": 1_732_924_800_123},
     "search": {"query": "body", "limit": 5, "cursor": None, "filters": None},
     "status": {},
     "export": {"cursor": None, "kinds": None, "limit": None},

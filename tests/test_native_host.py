@@ -5,7 +5,10 @@ message, non-ASCII text, 1,000 messages in one session, end of stream."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import struct
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -388,6 +391,60 @@ def test_forget_refuses_a_public_suffix_and_keeps_every_site_under_it(host: Host
     assert host.ok("forget", domain="me.github.io")["counts"]["pages"] == 1
     assert host.ok("forget", domain="python.org")["counts"]["pages"] == 1
     assert search_urls(host, "walrus") == ["https://www.bbc.co.uk/b"]
+
+
+def test_skipped_pages_are_counted_per_rule_without_urls_and_shown_by_backtrail_stats(
+    host: HostProcess, home: Path
+) -> None:
+    for rule in ("*/login", "password field", "*/login"):
+        answer = host.ok("skipped", rule=rule, time=VISIT_TIME)
+    assert answer == {"count": 2}
+    assert error_of(host.call("skipped", rule="", time=VISIT_TIME))["code"] == 16
+    assert error_of(host.call("skipped", rule=7, time=VISIT_TIME))["code"] == 6
+    assert host.wait() == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BACKTRAIL_")}
+    shown = subprocess.run(
+        [str(Path(sys.executable).with_name("backtrail")), "stats", "--json"], capture_output=True,
+        text=True, timeout=120, env={**env, "BACKTRAIL_HOME": str(home),
+                                     "BACKTRAIL_EMBEDDINGS": "0"}, check=True,
+    )  # fmt: skip
+    assert json.loads(shown.stdout)["skipped"] == {"*/login": 2, "password field": 1}
+    table = subprocess.run(
+        [str(Path(sys.executable).with_name("backtrail")), "stats"], capture_output=True,
+        text=True, timeout=120, env={**env, "BACKTRAIL_HOME": str(home), "COLUMNS": "200",
+                                     "BACKTRAIL_EMBEDDINGS": "0"}, check=True,
+    )  # fmt: skip
+    assert re.search(r"not captured +by rule: \*/login 2, password field 1", table.stdout)
+
+
+def test_no_secret_of_a_url_in_a_title_reaches_the_store_through_any_message(
+    host: HostProcess, home: Path
+) -> None:
+    raw = "127.0.0.1:8000/live/untitled.html?token=SECRETB3live&q=ok"
+    clean = "127.0.0.1:8000/live/untitled.html?q=ok"
+    url = f"http://{raw}"
+    capture(host, url, "A page without a title element.", "v-t", title=raw)
+    host.ok("visit", url="http://127.0.0.1:8000/a;jsessionid=SECRETJ9/b", visit=visit("v-j"),
+            title="127.0.0.1:8000/a;jsessionid=SECRETJ9/b")  # fmt: skip
+    host.ok("tab_snapshot", tabs=[tab(1, url, title=f"http://{raw}")], time=VISIT_TIME)
+    host.ok("tab_event", event="updated", tab=tab(2, url, title=f"Loading {raw}"), time=VISIT_TIME)
+    host.ok("bookmark_upsert", bookmarks=[{"browser_id": "9", "url": url, "title": raw}])
+    host.ok("history_import", import_id="i", batch=0, final=True,
+            range={"start_time": 0, "end_time": VISIT_TIME},
+            items=[{"url": "https://docs.example/notes.txt", "title":
+                    "docs.example/notes.txt?access_token=SECRETH7",
+                    "visits": [{"visit_id": "h1", "time": VISIT_TIME}]}])  # fmt: skip
+    for secret in ("SECRETB3live", "SECRETJ9", "SECRETH7"):
+        assert search_urls(host, secret) == [], secret
+    items = export_all(host)
+    assert not any(s in json.dumps(items) for s in ("SECRETB3live", "SECRETJ9", "SECRETH7"))
+    titles = {item.get("title") for item in items}
+    assert {clean, f"http://{clean}", f"Loading {clean}", "127.0.0.1:8000/a/b",
+            "docs.example/notes.txt"} <= titles  # fmt: skip
+    assert host.wait() == 0
+    for path in (p for p in home.rglob("*") if p.is_file()):  # ledger, WAL, index, logs
+        data = path.read_bytes()
+        assert not any(s in data for s in (b"SECRETB3live", b"SECRETJ9", b"SECRETH7")), path
 
 
 def test_settings_are_stored_per_profile_and_their_exclusions_apply(host: HostProcess) -> None:

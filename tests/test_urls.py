@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import random
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from backtrail.urls import (
     is_excluded,
     matching_rule,
     normalize_domain,
+    scrub_title,
     scrub_url,
     site_domain,
     url_host,
@@ -468,3 +470,24 @@ def test_every_real_sign_in_recovery_mail_password_and_checkout_url_is_excluded(
     assert len(urls) >= 100
     rules = ExclusionRules(DEFAULT_EXCLUSIONS)
     assert [url for url in urls if rules.match(url) is None] == []
+
+
+# ------------------------------------------------------------------------ titles
+
+TITLE_CASES = json.loads((DATA / "title_cases.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("title", "expected"), TITLE_CASES)
+def test_a_title_holding_a_url_loses_the_url_s_secrets_and_nothing_else(
+    title: str, expected: str
+) -> None:
+    assert scrub_title(title) == expected
+
+
+def test_hostile_titles_are_scrubbed_without_crashing() -> None:
+    rng = random.Random(7)
+    alphabet = "ab?#;@&=:/%.\\\"' \t\u00e9\ud7ff"
+    for _ in range(2_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        assert isinstance(scrub_title(text), str)
+    assert "SECRET" not in scrub_title("x" * 10_000 + " a.example/?token=SECRET")

@@ -16,7 +16,7 @@ import { Capture } from "./capture.js";
 import { Sync } from "./sync.js";
 
 function emptyStats() {
-  return { captured: 0, lastCaptureTime: null, delivered: 0, rejected: 0, lastRejection: null, refused: 0 };
+  return { captured: 0, lastCaptureTime: null, delivered: 0, rejected: 0, lastRejection: null, refused: 0, skipped: {} };
 }
 
 export class App {
@@ -59,6 +59,7 @@ export class App {
     this.rules = effectiveRules(this.settings.exclusions);
     this.paused = stored[KEYS.paused] === true;
     this.stats = { ...emptyStats(), ...(stored[KEYS.stats] ?? {}) };
+    if (!this.stats.skipped || typeof this.stats.skipped !== "object") this.stats.skipped = {};
     this.visits = new VisitBook(stored[KEYS.visits] ?? {});
     this.deadLetters = Array.isArray(stored[KEYS.deadLetters]) ? stored[KEYS.deadLetters] : [];
     this.profile = stored[KEYS.profile];
@@ -104,6 +105,15 @@ export class App {
       profileId: this.profile.profile_id,
       paused: this.paused,
     });
+  }
+
+  /** A page was not captured because of `rule` (an exclusion rule, or PASSWORD_RULE):
+   * counted here for the popup, and at the host for `backtrail stats`. No URL is kept. */
+  async countSkip(rule) {
+    const name = String(rule).slice(0, 1024);
+    this.stats.skipped = { ...this.stats.skipped, [name]: (this.stats.skipped?.[name] ?? 0) + 1 };
+    await this.persist(KEYS.stats, this.stats);
+    await this.send("skipped", { rule: name, time: Math.floor(this.now()) });
   }
 
   persist(key, value) {

@@ -2,6 +2,8 @@
 // http(s) bookmarks that pass the capture gate are sent; folders only give their titles
 // to `folder`, the '/'-joined path below the root ("Bookmarks bar/Reading").
 
+import { cutTitle } from "./protocol.js";
+
 function bookmark(node, folder, gateFor) {
   const verdict = gateFor(node.url);
   if (!verdict.ok) return null;
@@ -10,7 +12,7 @@ function bookmark(node, folder, gateFor) {
     parent_id: node.parentId != null ? String(node.parentId) : null,
     index: Number.isInteger(node.index) ? node.index : null,
     url: verdict.url,
-    title: typeof node.title === "string" && node.title ? node.title.slice(0, 1000) : null,
+    title: cutTitle(node.title),
     folder: folder ? folder.slice(0, 4096) : null,
     added_time: Number.isFinite(node.dateAdded) ? Math.floor(node.dateAdded) : null,
   };

@@ -6,8 +6,8 @@
 // capture_page. The visit itself is queued as `visit` when it ends.
 
 import { KEYS, LIMITS } from "./config.js";
-import { highlightFields, newId, noteFields, visitFields, captureFields } from "./protocol.js";
-import { extractionCaps, readyToCapture } from "./rules.js";
+import { cutTitle, highlightFields, newId, noteFields, visitFields, captureFields } from "./protocol.js";
+import { PASSWORD_RULE, extractionCaps, readyToCapture } from "./rules.js";
 import { referrerFor } from "./visits.js";
 import { canonicalUrl } from "./urls.js";
 
@@ -68,6 +68,7 @@ export class Capture {
     if (!verdict.ok) {
       await this._sendVisitEnd(this.app.visits.end(details.tabId));
       await this.app.saveVisits();
+      if (verdict.reason === "excluded") await this.app.countSkip(verdict.rule);
       return;
     }
     const { ended } = this.app.visits.start(details.tabId, {
@@ -109,6 +110,7 @@ export class Capture {
     if (!verdict.ok) {
       await this._sendVisitEnd(this.app.visits.end(details.tabId));
       await this.app.saveVisits();
+      if (verdict.reason === "excluded") await this.app.countSkip(verdict.rule);
       return;
     }
     const visitId = newId();
@@ -170,8 +172,15 @@ export class Capture {
     } catch {
       return null;
     }
-    if (!content || (content.content_type !== "html" && content.content_type !== "text")) return null;
     if (this.app.visits.get(tabId)?.visit_id !== visit.visit_id) return null; // navigated meanwhile
+    if (content?.password_field) {
+      // A sign-in form no exclusion rule knows: neither the page nor the visit is kept.
+      this.app.visits.end(tabId);
+      await this.app.saveVisits();
+      await this.app.countSkip(PASSWORD_RULE);
+      return { skipped: PASSWORD_RULE };
+    }
+    if (!content || (content.content_type !== "html" && content.content_type !== "text")) return null;
     if (content.title) this.app.visits.setTitle(tabId, content.title);
     const fields = captureFields(visit, content, this.app.now());
     const entry = await this.app.send("capture_page", fields);
@@ -194,6 +203,7 @@ export class Capture {
       }));
     }
     const done = await this.captureVisit(tabId);
+    if (done?.skipped) throw Object.assign(new Error(`this tab cannot be captured (${done.skipped})`), { code: 9 });
     if (!done) throw Object.assign(new Error("the page could not be read"), { code: 14 });
     return done;
   }
@@ -232,7 +242,7 @@ export class Capture {
   async holdSelection(tabId, text) {
     const id = newId("h-");
     const tab = await this._tab(tabId);
-    const pending = { tabId, text: text ?? "", title: tab?.title ?? null };
+    const pending = { tabId, text: text ?? "", title: cutTitle(tab?.title) };
     await this.ext.storage.session.set({ [KEYS.pending + id]: pending });
     return id;
   }

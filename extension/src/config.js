@@ -17,6 +17,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
     min_dwell_ms: 5000, // visible time before a page is captured
     max_html_bytes: 2_000_000, // cleaned HTML above this is sent as text instead
     max_text_bytes: 2_000_000, // text is cut to this (and marked truncated)
+    skip_password_pages: true, // a page whose DOM holds a password field is not captured
   }),
   history: Object.freeze({
     backfill_days: 90, // range of the history import run on install

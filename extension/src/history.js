@@ -3,6 +3,7 @@
 // visits never overlap.
 
 import { LIMITS } from "./config.js";
+import { cutTitle } from "./protocol.js";
 
 export function backfillRange(now, liveSince, days) {
   const end = Math.min(now, liveSince ?? now);
@@ -29,7 +30,7 @@ export function historyItem(item, visits, range, gateFor) {
   if (!inRange.length) return null;
   return {
     url: verdict.url,
-    title: typeof item.title === "string" && item.title ? item.title.slice(0, 1000) : null,
+    title: cutTitle(item.title),
     visit_count: Number.isInteger(item.visitCount) ? item.visitCount : inRange.length,
     typed_count: Number.isInteger(item.typedCount) ? item.typedCount : 0,
     last_visit_time: Number.isFinite(item.lastVisitTime) ? Math.floor(item.lastVisitTime) : inRange[0].time,

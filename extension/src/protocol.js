@@ -3,7 +3,7 @@
 // data into request bodies. Builders never see `chrome.*`; callers pass plain objects.
 
 import { LIMITS, PROTOCOL_VERSION } from "./config.js";
-import { canonicalUrl, hostOf } from "./urls.js";
+import { canonicalUrl, hostOf, scrubTitle } from "./urls.js";
 
 /** Frozen error codes: only ever appended to. `retry`: "yes" | "bounded" | "hello" | "no". */
 export const ERRORS = Object.freeze({
@@ -69,6 +69,7 @@ export const TYPES = Object.freeze({
   pause: { queued: true, tier: "keep" },
   resume: { queued: true, tier: "keep" },
   forget: { queued: true, tier: "keep" },
+  skipped: { queued: true, tier: "low", capture: true },
   search: { queued: false },
   status: { queued: false },
   settings_get: { queued: false },
@@ -141,9 +142,14 @@ export function queueOptions(type, fields) {
 
 // ------------------------------------------------------------------------- builders
 
+/**
+ * A title as it may leave the page: URLs in it scrubbed (a page without <title> is titled
+ * with its raw URL), whitespace collapsed, cut to maxTitleChars; null when empty. Every
+ * title the background keeps or queues goes through here.
+ */
 export function cutTitle(title) {
   if (typeof title !== "string") return null;
-  const clean = title.replace(/\s+/g, " ").trim();
+  const clean = scrubTitle(title).replace(/\s+/g, " ").trim();
   if (!clean) return null;
   return clean.length > LIMITS.maxTitleChars ? clean.slice(0, LIMITS.maxTitleChars) : clean;
 }

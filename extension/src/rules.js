@@ -27,8 +27,15 @@ export function readyToCapture(visit, settings) {
 
 /** Caps passed to the page's extraction script. */
 export function extractionCaps(settings) {
-  return { maxHtmlBytes: settings.capture.max_html_bytes, maxTextBytes: settings.capture.max_text_bytes };
+  return {
+    maxHtmlBytes: settings.capture.max_html_bytes,
+    maxTextBytes: settings.capture.max_text_bytes,
+    skipPasswordPages: settings.capture.skip_password_pages !== false,
+  };
 }
+
+/** The name skipped pages are counted under when their DOM holds a password field. */
+export const PASSWORD_RULE = "password field";
 
 function clampInt(value, [low, high], fallback) {
   const number = Number(value);
@@ -60,6 +67,7 @@ export function normalizeSettings(input) {
       min_dwell_ms: clampInt(capture.min_dwell_ms, SETTING_BOUNDS.min_dwell_ms, d.capture.min_dwell_ms),
       max_html_bytes: clampInt(capture.max_html_bytes, SETTING_BOUNDS.max_html_bytes, d.capture.max_html_bytes),
       max_text_bytes: clampInt(capture.max_text_bytes, SETTING_BOUNDS.max_text_bytes, d.capture.max_text_bytes),
+      skip_password_pages: typeof capture.skip_password_pages === "boolean" ? capture.skip_password_pages : d.capture.skip_password_pages,
     },
     history: {
       backfill_days: clampInt(history.backfill_days, SETTING_BOUNDS.backfill_days, d.history.backfill_days),

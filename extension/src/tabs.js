@@ -2,6 +2,8 @@
 // capture gate keeps its place in the snapshot (so tab counts stay true) but with url and
 // title null. Incognito tabs never appear at all.
 
+import { cutTitle } from "./protocol.js";
+
 function intOrNull(value) {
   return Number.isInteger(value) && value >= 0 ? value : null;
 }
@@ -14,7 +16,7 @@ export function toTab(tab, gateFor) {
     window_id: tab.windowId,
     index: intOrNull(tab.index),
     url: verdict.ok ? verdict.url : null,
-    title: verdict.ok && typeof tab.title === "string" && tab.title ? tab.title.slice(0, 1000) : null,
+    title: verdict.ok ? cutTitle(tab.title) : null,
     active: Boolean(tab.active),
     pinned: Boolean(tab.pinned),
     group_id: Number.isInteger(tab.groupId) && tab.groupId >= 0 ? tab.groupId : null,

@@ -2,6 +2,8 @@
 // what is capturable, what is secret and what is excluded:
 // - isCapturableUrl: http(s) with a host, at most 8,192 characters;
 // - scrubUrl: no userinfo, no secret-bearing query/fragment/;path parameters;
+// - scrubTitle: the same for every URL inside a text, with or without a scheme (Chromium
+//   titles a page without <title>, or a .txt file, with its raw URL);
 // - canonicalUrl: scrubbed, no fragment, no tracking parameters, parameters sorted;
 // - compileRules / matchRule: the exclusion rule syntax of ExclusionRules.
 // The WHATWG URL parser (browser and Node alike) does the normalisation: lower-case
@@ -172,6 +174,54 @@ function scrubParsed(parsed) {
 export function scrubUrl(url) {
   const parsed = parseWebUrl(url);
   return parsed ? scrubParsed(parsed).href : null;
+}
+
+const URLISH = /[^\s"'<>()[\]{}]+/g;
+const SCHEMED = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+function withoutSecrets(params) {
+  const pairs = params.split("&");
+  const kept = pairs.filter((pair) => !(pair && isSecretParam(paramName(pair))));
+  return kept.length === pairs.length ? params : kept.filter(Boolean).join("&");
+}
+
+function partition(text, mark) {
+  const at = text.indexOf(mark);
+  return at < 0 ? [text, "", ""] : [text.slice(0, at), mark, text.slice(at + 1)];
+}
+
+function scrubUrlish(token) {
+  const scheme = SCHEMED.exec(token);
+  const head = scheme ? scheme[0] : "";
+  let rest = token.slice(head.length);
+  const ends = ["/", "?", "#"].map((mark) => rest.indexOf(mark)).filter((at) => at >= 0);
+  const authority = ends.length ? Math.min(...ends) : rest.length;
+  const at = rest.lastIndexOf("@", authority - 1);
+  if (at >= 0 && at < authority && (scheme || rest.slice(0, at).includes(":"))) rest = rest.slice(at + 1); // user:password@
+  const [beforeHash, hashed, fragment] = partition(rest, "#");
+  const [path, asked, query] = partition(beforeHash, "?");
+  let out = head + scrubPath(path);
+  if (asked) {
+    const kept = withoutSecrets(query);
+    out += kept === query ? `?${query}` : kept ? `?${kept}` : "";
+  }
+  if (hashed) {
+    const params = fragment.includes("=");
+    const body = params ? fragment.replace(/^[!/?]+/, "") : fragment;
+    const kept = params ? withoutSecrets(body) : fragment;
+    out += kept === body ? `#${fragment}` : kept ? `#${kept}` : "";
+  }
+  return out;
+}
+
+/**
+ * `text` with every URL in it scrubbed as scrubUrl scrubs URLs (userinfo, secret query,
+ * fragment and ;param path parameters), with or without a scheme; the rest is kept as it
+ * is (same rules as backtrail.urls.scrub_title; tests/data/title_cases.json holds both).
+ */
+export function scrubTitle(text) {
+  if (typeof text !== "string" || !/[?#;@]/.test(text)) return text;
+  return text.replace(URLISH, scrubUrlish);
 }
 
 /** The identity of a page: scrubbed, no fragment or tracking parameters, params sorted. */

@@ -6,7 +6,7 @@
 //   active_ms  — visible AND focused (the visit's dwell_ms sent to the host).
 // The book is a plain object so it can be persisted (chrome.storage.local) as JSON.
 
-import { newId } from "./protocol.js";
+import { cutTitle, newId } from "./protocol.js";
 
 export class VisitBook {
   constructor(byTab = {}) {
@@ -35,7 +35,7 @@ export class VisitBook {
     const visit = {
       visit_id: page.visit_id ?? newId(),
       url: page.url,
-      title: page.title ?? null,
+      title: cutTitle(page.title),
       time: page.time,
       tab_id: tabId,
       window_id: page.window_id ?? null,
@@ -60,7 +60,8 @@ export class VisitBook {
 
   setTitle(tabId, title) {
     const visit = this.get(tabId);
-    if (visit && typeof title === "string" && title) visit.title = title;
+    const clean = cutTitle(title);
+    if (visit && clean) visit.title = clean;
   }
 
   markCaptured(tabId, visitId) {

@@ -17,12 +17,12 @@ async function makeApp({ handler, mode = "up", local = new FakeStorage(), sessio
 }
 
 /** Simulate a page load in a tab: commit, load, then `visibleMs` of visible dwell. */
-async function visitPage(app, ext, { tabId = 1, url, title = "Page", visibleMs = 5000, activeMs = visibleMs, transition = "link" }) {
+async function visitPage(app, ext, { tabId = 1, url, title = "Page", visibleMs = 5000, activeMs = visibleMs, transition = "link", content = null }) {
   if (!ext.world.tabs.has(tabId)) addTab(ext, { id: tabId, url, title });
   const tab = ext.world.tabs.get(tabId);
   tab.url = url;
   tab.title = title;
-  ext.world.pages.get(tabId).content = { content_type: "html", html: `<html><body><p>${title}</p></body></html>`, truncated: false, title, language: "en" };
+  ext.world.pages.get(tabId).content = content ?? { content_type: "html", html: `<html><body><p>${title}</p></body></html>`, truncated: false, title, language: "en" };
   await app.inTab(tabId, () => app.capture.onCommitted({ tabId, frameId: 0, url, transitionType: transition, timeStamp: app.now() }));
   await app.inTab(tabId, () => app.capture.onCompleted({ tabId, frameId: 0, url }));
   const visit = app.visits.get(tabId);
@@ -54,7 +54,7 @@ test("a_page_visible_for_the_dwell_is_captured_with_its_visit", async () => {
   assert.equal(capture.dedupe_key, `capture:${visit.visit_id}`);
   assert.equal(capture.visit.visit_id, visit.visit_id);
   assert.equal(capture.visit.transition, "link");
-  assert.deepEqual(ext.world.pages.get(1).caps, { maxHtmlBytes: 2_000_000, maxTextBytes: 2_000_000 });
+  assert.deepEqual(ext.world.pages.get(1).caps, { maxHtmlBytes: 2_000_000, maxTextBytes: 2_000_000, skipPasswordPages: true });
   assert.equal(app.queue.length, 0);
   assert.equal(app.stats.captured, 1);
 });
@@ -98,6 +98,30 @@ test("excluded_and_internal_pages_are_never_visited_scripted_or_captured", async
   }
   assert.equal(ext.world.pages.get(1).tracked, undefined);
   assert.equal(host.of("capture_page").length + host.of("visit").length, 0);
+  const skipped = { "mail.google.com": 1, "*/login": 1, "*/checkout/pay*": 1 }; // not chrome:
+  assert.deepEqual(app.stats.skipped, skipped);
+  assert.deepEqual(host.of("skipped").map((m) => m.rule), Object.keys(skipped));
+  assert.ok(host.of("skipped").every((m) => Object.keys(m).sort().join() === "id,rule,time,type"));
+});
+
+test("a_page_whose_dom_holds_a_password_field_is_neither_captured_nor_visited_and_is_counted", async () => {
+  const { app, ext, host } = await makeApp();
+  await visitPage(app, ext, { url: "https://intranet.example/portal", content: { content_type: null, password_field: true } });
+  assert.equal(app.visits.get(1), null);
+  await app.capture.endAllVisits();
+  await settle();
+  assert.equal(host.of("capture_page").length + host.of("visit").length, 0);
+  assert.deepEqual(app.stats.skipped, { "password field": 1 });
+  assert.deepEqual(host.of("skipped").map((m) => m.rule), ["password field"]);
+  await assert.rejects(app.capture.captureTab(1), { code: 9 });
+});
+
+test("the_password_field_rule_can_be_turned_off", async () => {
+  const { app, ext, host } = await makeApp();
+  await app.setSettings({ capture: { skip_password_pages: false } });
+  await visitPage(app, ext, { url: "https://intranet.example/portal" });
+  assert.equal(ext.world.pages.get(1).caps.skipPasswordPages, false);
+  assert.equal(host.of("capture_page").length, 1);
 });
 
 test("user_exclusions_apply_at_once", async () => {
@@ -307,6 +331,31 @@ test("tab_events_are_sent_for_real_changes_only", async () => {
   await app.sync.onTabRemoved(4, { windowId: 1 });
   await settle();
   assert.deepEqual(host.of("tab_event").map((m) => [m.event, m.tab.title]), [["opened", "E"], ["updated", "New"], ["closed", null]]);
+});
+
+test("a_title_that_is_the_raw_url_loses_its_secrets_before_anything_is_queued_or_stored", async () => {
+  const raw = "127.0.0.1:8000/live/untitled.html?token=SECRETB3live&q=ok";
+  const url = `http://${raw}`;
+  for (const mode of ["not_installed", "up"]) {
+    const { app, ext, host, local } = await makeApp({ mode });
+    const tab = { id: 4, windowId: 1, index: 0, url, title: raw, active: true, pinned: false, groupId: -1 };
+    await app.sync.onTabCreated(tab);
+    await app.sync.onTabUpdated(4, { title: raw }, { ...tab });
+    await visitPage(app, ext, { tabId: 5, url, title: raw, content: { content_type: "text", text: "body", truncated: false, title: null } });
+    await app.capture.endAllVisits();
+    await settle();
+    const stored = JSON.stringify(await local.get(null));
+    assert.ok(!stored.includes("SECRETB3live"), "the queue and the visits on disk hold no secret");
+    if (mode === "not_installed") {
+      assert.match(stored, /untitled\.html\?q=ok/); // the queued messages are there
+      continue;
+    }
+    assert.ok(!JSON.stringify(host.received).includes("SECRETB3live"));
+    const scrubbed = "127.0.0.1:8000/live/untitled.html?q=ok";
+    assert.ok(host.of("tab_event").length >= 1 && host.of("tab_event").every((m) => m.tab.title === scrubbed));
+    assert.equal(host.of("capture_page")[0].title, scrubbed);
+    assert.equal(host.of("visit")[0].title, scrubbed);
+  }
 });
 
 test("bookmarks_are_imported_in_batches_and_kept_in_sync", async () => {

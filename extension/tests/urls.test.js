@@ -4,7 +4,7 @@ import { readFileSync, existsSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import {
   DEFAULT_EXCLUSIONS, canonicalUrl, compileRules, effectiveRules, isCapturableUrl, matchRule,
-  normalizeDomain, scrubUrl, validateRule, SECRET_PARAMS,
+  normalizeDomain, scrubTitle, scrubUrl, validateRule, SECRET_PARAMS,
 } from "../src/urls.js";
 
 test("scrub_removes_secret_query_parameters_and_keeps_the_rest", () => {
@@ -173,4 +173,10 @@ test("default_exclusions_and_secret_params_equal_the_python_host_lists", { skip:
   const source = readFileSync(PYTHON_URLS, "utf8");
   assert.deepEqual([...DEFAULT_EXCLUSIONS], pythonTuple(source, "DEFAULT_EXCLUSIONS: tuple[str, ...] ="));
   assert.deepEqual([...SECRET_PARAMS].sort(), pythonTuple(source, "SECRET_PARAMS = frozenset(").sort());
+});
+
+test("a_title_holding_a_url_loses_the_url_s_secrets_and_nothing_else_as_in_python", { skip: !existsSync(DATA) }, () => {
+  const cases = JSON.parse(readFileSync(new URL("title_cases.json", DATA), "utf8"));
+  assert.ok(cases.length >= 20);
+  for (const [title, expected] of cases) assert.equal(scrubTitle(title), expected, title);
 });

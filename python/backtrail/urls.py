@@ -10,6 +10,9 @@ through here before it is stored or compared:
 - :func:`scrub_url` additionally removes credentials: the ``user:pass@`` part and query
   (or fragment) parameters that commonly carry secrets (``token``, ``api_key``,
   ``password``, ``sig`` ...). This is the form stored as a page's "original" URL.
+- :func:`scrub_title` applies the same removal to every URL inside a text, with or
+  without a scheme: Chromium titles a page without ``<title>`` (or a ``.txt`` file)
+  with its raw URL, secrets included.
 - :func:`canonical_url` is the identity of a page: the scrubbed URL without fragment
   or tracking parameters (``utm_*``, ``fbclid``, ``gclid`` ...), with the
   remaining parameters sorted by name and the path's case kept.
@@ -44,6 +47,7 @@ __all__ = [
     "ExclusionRules",
     "validate_capture_url",
     "scrub_url",
+    "scrub_title",
     "canonical_url",
     "url_host",
     "normalize_domain",
@@ -487,6 +491,47 @@ def scrub_url(url: object) -> str:
     """The normalised URL without credentials: userinfo and secret-bearing parameters
     (query, fragment and ``;param`` path parameters) are removed; the rest is kept."""
     return _scrub(_parse(url)).render()
+
+
+_URLISH_RE = re.compile(r"[^\s\"'<>()\[\]{}]+")
+_SCHEMED_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def scrub_title(text: str) -> str:
+    """``text`` with every URL in it scrubbed as :func:`scrub_url` scrubs URLs (userinfo,
+    secret query, fragment and ``;param`` path parameters), whether or not it has a
+    scheme (``127.0.0.1:8000/a.txt?token=x`` too). Anything else is kept as it is: a
+    run of text changes only when a secret is removed from it."""
+    if not any(mark in text for mark in "?#;@"):
+        return text
+    return _URLISH_RE.sub(lambda match: _scrub_urlish(match.group(0)), text)
+
+
+def _without_secrets(params: str) -> str:
+    pairs = params.split("&")
+    kept = [pair for pair in pairs if not (pair and _is_secret(_param_name(pair)))]
+    return params if len(kept) == len(pairs) else "&".join(pair for pair in kept if pair)
+
+
+def _scrub_urlish(token: str) -> str:
+    scheme = _SCHEMED_RE.match(token)
+    head = token[: scheme.end()] if scheme else ""
+    rest = token[len(head) :]
+    authority = len(_split_first(rest, "/?#")[0])
+    at = rest.rfind("@", 0, authority)
+    if at >= 0 and (scheme or ":" in rest[:at]):  # user:password@ (an address stays)
+        rest = rest[at + 1 :]
+    rest, hashed, fragment = rest.partition("#")
+    path, asked, query = rest.partition("?")
+    out = head + _scrub_path(path)
+    if asked:
+        kept = _without_secrets(query)
+        out += f"?{query}" if kept == query else f"?{kept}" if kept else ""
+    if hashed:
+        body = fragment.lstrip("!/?") if "=" in fragment else fragment
+        kept = _without_secrets(body) if "=" in fragment else fragment
+        out += f"#{fragment}" if kept == body else f"#{kept}" if kept else ""
+    return out
 
 
 def canonical_url(url: object) -> str:

@@ -4,7 +4,9 @@
 //   track(visitId, minDwellMs, reportMs)  count visible / visible+focused time and report
 //                                         {what: "dwell", ...} to the background; returns
 //                                         the final clocks of the visit it replaces
-//   extract(caps)                         the cleaned page for capture_page
+//   extract(caps)                         the cleaned page for capture_page, or
+//                                         {password_field: true} and nothing else when
+//                                         caps.skipPasswordPages and the page has one
 //   selection()                           the selected text and its surrounding block
 // Privacy (PROTOCOL.md 3.2): live form values are never read; password and hidden inputs,
 // scripts, styles and frames are removed; value attributes, textarea contents, selected
@@ -117,7 +119,12 @@
     return { content_type: "text", text: cut.text, truncated: cut.truncated };
   }
 
+  function hasPasswordField(doc) {
+    return Boolean(doc.querySelector && doc.querySelector('input[type="password" i]'));
+  }
+
   function extract(caps, doc = root.document) {
+    if (caps.skipPasswordPages && hasPasswordField(doc)) return { content_type: null, password_field: true };
     const clone = cleanTree(doc.documentElement.cloneNode(true));
     const html = `<!DOCTYPE html>\n${clone.outerHTML}`;
     const payload = choosePayload(html, () => textOf(clone), caps);
@@ -212,5 +219,5 @@
   }
   let listening = false;
 
-  root.__backtrailPage = { track, extract, selection, cleanTree, textOf, truncateUtf8, choosePayload, classify };
+  root.__backtrailPage = { track, extract, selection, cleanTree, textOf, truncateUtf8, choosePayload, classify, hasPasswordField };
 })(globalThis);

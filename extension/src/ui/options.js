@@ -6,6 +6,7 @@ import { DEFAULT_EXCLUSIONS } from "../urls.js";
 
 function render(current, invalid = []) {
   $("#use-defaults").checked = current.exclusions.use_defaults;
+  $("#skip-password").checked = current.capture.skip_password_pages;
   $("#rules").value = current.exclusions.rules.join("\n");
   $("#dwell").value = Math.round(current.capture.min_dwell_ms / 1000);
   $("#max-size").value = Math.round(current.capture.max_html_bytes / 1000);
@@ -21,7 +22,10 @@ function collect() {
       use_defaults: $("#use-defaults").checked,
       rules: $("#rules").value.split("\n").map((line) => line.trim()).filter(Boolean),
     },
-    capture: { min_dwell_ms: Number($("#dwell").value) * 1000, max_html_bytes: kb, max_text_bytes: kb },
+    capture: {
+      min_dwell_ms: Number($("#dwell").value) * 1000, max_html_bytes: kb, max_text_bytes: kb,
+      skip_password_pages: $("#skip-password").checked,
+    },
     history: { backfill_days: Number($("#days").value) },
     actions: Object.fromEntries([...document.querySelectorAll("[data-action]")].map((box) => [box.dataset.action, box.checked])),
   };

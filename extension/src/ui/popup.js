@@ -4,6 +4,7 @@
 import { $, ask, el, flash, formatTime, STATUS_TEXT } from "./ask.js";
 import { ext } from "../ext.js";
 import { snippetParts } from "./snippet.js";
+import { skippedText } from "./skipped.js";
 
 let cursor = null;
 let lastQuery = "";
@@ -30,6 +31,7 @@ function renderState(state) {
     ["Last capture", formatTime(state.stats.lastCaptureTime) || "never"],
     ["Queue", `${state.queue.length} waiting`],
     ["Dropped", String(state.queue.dropped)],
+    ["Skipped", skippedText(state.stats.skipped)],
   ];
   if (state.stats.lastRejection) rows.push(["Last refusal", `${state.stats.lastRejection.type}: ${state.stats.lastRejection.message}`]);
   if (state.lastLocalError) rows.push(["Last problem", state.lastLocalError.message]);

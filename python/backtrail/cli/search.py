@@ -146,7 +146,7 @@ def search(
 @JSON_OPTION
 @pass_app
 def stats(app: App, as_json: bool) -> None:
-    """How much is stored, where, and how far the index is.
+    """How much is stored, where, how far the index is, and what was not captured by rule.
 
     \b
     Examples:
@@ -180,6 +180,8 @@ def stats(app: App, as_json: bool) -> None:
     )
     table.add_row("index lag", lag_text(lag, result.model))
     table.add_row("model", result.model)
+    skipped = ", ".join(f"{rule} {count:,}" for rule, count in result.skipped.items())
+    table.add_row("not captured", f"by rule: {skipped}" if skipped else "nothing skipped")
     stdout_console().print(table)
 
 

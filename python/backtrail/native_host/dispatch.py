@@ -47,18 +47,18 @@ MESSAGE_TYPES = (
     "hello", "capture_page", "visit", "tab_snapshot", "tab_event", "history_import",
     "bookmark_upsert", "bookmark_remove", "bookmark_import", "settings_set", "action_result",
     "highlight", "note", "pause", "resume", "forget", "search", "status", "settings_get",
-    "export",
+    "export", "skipped",
 )  # fmt: skip
 """Every request type of protocol version 1 (PROTOCOL.md section 3)."""
 QUEUED_TYPES = frozenset({
     "capture_page", "visit", "tab_snapshot", "tab_event", "history_import",
     "bookmark_upsert", "bookmark_remove", "bookmark_import", "settings_set",
-    "action_result", "highlight", "note", "pause", "resume", "forget",
+    "action_result", "highlight", "note", "pause", "resume", "forget", "skipped",
 })  # fmt: skip
 """Types the extension sends through its persistent queue (answers are remembered)."""
 BATCHED_TYPES = frozenset({
     "capture_page", "visit", "tab_snapshot", "tab_event", "history_import",
-    "bookmark_upsert", "bookmark_remove", "bookmark_import", "highlight", "note",
+    "bookmark_upsert", "bookmark_remove", "bookmark_import", "highlight", "note", "skipped",
 })  # fmt: skip
 """Types whose writes may share one ledger commit with the requests around them."""
 
@@ -129,7 +129,7 @@ class Dispatcher:
             "action_result": self._action_result, "highlight": self._highlight,
             "note": self._note, "pause": self._pause, "resume": self._resume,
             "forget": self._forget, "search": self._search, "status": self._status,
-            "export": self._export,
+            "export": self._export, "skipped": self._skipped,
         }  # fmt: skip
 
     # ------------------------------------------------------------ sessions
@@ -406,6 +406,12 @@ class Dispatcher:
             "upserted": done.upserted, "skipped": done.skipped, "removed": done.removed,
             "complete": done.complete,
         }  # fmt: skip
+
+    def _skipped(self, f: Fields) -> dict[str, Any]:
+        assert self.sync is not None
+        rule = f.string("rule", max_chars=1_024)
+        f.time("time")
+        return {"count": self.sync.skipped(rule or "")}
 
     # ----------------------------------------------------- highlights, notes
 

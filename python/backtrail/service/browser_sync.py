@@ -411,6 +411,10 @@ class BrowserSync:
             duplicate = self._changed() == before
         return note.id, duplicate
 
+    def skipped(self, rule: str) -> int:
+        """The browser did not capture a page because of ``rule``: count it (no URL)."""
+        return self.memory.count_skipped(rule)
+
     # ------------------------------------------------------- reading, state
 
     def search(

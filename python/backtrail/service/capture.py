@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 _PAUSE_KEY = "capture.pause"
 _EXCLUSIONS_KEY = "capture.exclusions"
+_SKIPPED_KEY = "capture.skipped"
+_MAX_SKIP_RULES = 1_000
 
 
 class CaptureOps(MemoryBase):
@@ -273,6 +275,27 @@ class CaptureOps(MemoryBase):
         if clean not in current:
             raise InvalidInput("rule", f"{clean!r:.80} is not an exclusion rule in use")
         return self.set_exclusions([r for r in current if r != clean])
+
+    def count_skipped(self, rule: str) -> int:
+        """Count one page the browser did not capture because of ``rule`` (an exclusion
+        rule, or ``"password field"``); returns the rule's count. Only the rule and its
+        count are kept, never the page's URL."""
+        name = checks.label(rule, "rule", 1_024)
+        with self._ledger.transaction():
+            counts = self.skipped_counts()
+            if name not in counts and len(counts) >= _MAX_SKIP_RULES:
+                name = "other rules"
+            counts[name] = counts.get(name, 0) + 1
+            self._ledger.set_setting(_SKIPPED_KEY, counts)
+        return counts[name]
+
+    def skipped_counts(self) -> dict[str, int]:
+        """Pages not captured, per rule (:meth:`count_skipped`), most first."""
+        stored = self._ledger.get_setting(_SKIPPED_KEY)
+        if not isinstance(stored, dict):
+            return {}
+        counts = {k: v for k, v in stored.items() if isinstance(v, int) and v > 0}
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
     def exclusion_for(self, url: str) -> str | None:
         """The exclusion rule ``url`` matches, or ``None`` (``InvalidUrl`` if it cannot

@@ -180,7 +180,8 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
             index = dict(self._indexer.index.stats())
         except _core.CoreError as error:
             raise IndexFailure(f"cannot read index statistics: {error}") from error
-        return MemoryStats(self._ledger.stats(), index, self.index_lag(), self.model_status())
+        return MemoryStats(self._ledger.stats(), index, self.index_lag(), self.model_status(),
+                           self.skipped_counts())  # fmt: skip
 
 
 def _progress(progress: object) -> Progress | None:

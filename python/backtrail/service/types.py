@@ -7,7 +7,7 @@ seconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from backtrail.indexer import IndexLag
@@ -175,3 +175,5 @@ class MemoryStats:
     index: dict[str, Any]
     lag: IndexLag
     model: str
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Pages the browser did not capture, per rule (most first); no URLs."""

@@ -8,7 +8,7 @@ import re
 from typing import Any, Literal, overload
 
 from backtrail.errors import InvalidInput, InvalidUrl, LimitExceeded
-from backtrail.urls import canonical_url, scrub_url, url_host
+from backtrail.urls import canonical_url, scrub_title, scrub_url, url_host
 
 MAX_TIMESTAMP = 253_402_300_799  # 9999-12-31T23:59:59Z, in seconds
 _INT64 = 2**63 - 1
@@ -95,13 +95,15 @@ def web_text(value: object, field: str) -> str:
 
 
 def title(value: object, field: str, max_chars: int) -> str | None:
-    """A title from the web: whitespace collapsed, cut to ``max_chars``; empty -> None."""
+    """A title from the web: every URL in it scrubbed (:func:`~backtrail.urls.scrub_title`:
+    a title-less page's title is its URL), whitespace collapsed, cut to ``max_chars``;
+    empty -> None."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(field, f"must be a string, not {_type_name(value)}")
     _require_unicode(value, field)
-    cleaned = _SPACES.sub(" ", _TEXT_CONTROL.sub("", value)).strip()
+    cleaned = _SPACES.sub(" ", scrub_title(_TEXT_CONTROL.sub("", value))).strip()
     return cleaned[:max_chars] or None
 
 
