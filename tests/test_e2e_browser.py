@@ -495,9 +495,9 @@ def test_a_title_that_is_the_raw_url_loses_its_secrets_before_it_is_stored_anywh
         # While the page loads, its tab's title is its raw URL, and the tab is sent.
         wait_for(lambda: any("/live/slow.html" in (t.get("title") or "") for t in worker.tabs()),
                  10, "the loading tab's title to be its URL")  # fmt: skip
-        rows = wait_for(lambda: [r for r in ledger_rows(rig.profile.data_dir,
-                                 "SELECT url, title FROM tabs") if "/live/slow" in (r["url"] or "")],
-                        10, "the loading tab to reach the host")  # fmt: skip
+        query = "SELECT url, title FROM tabs WHERE url LIKE '%/live/slow%'"
+        rows = wait_for(lambda: ledger_rows(rig.profile.data_dir, query), 10,
+                        "the loading tab to reach the host")  # fmt: skip
         assert rows[0]["title"] and "/live/slow.html" in rows[0]["title"]
         assert not any(s in json.dumps(rows) + _extension_storage(worker) for s in SECRETS)
     finally:
