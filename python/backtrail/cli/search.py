@@ -146,7 +146,7 @@ def search(
 @JSON_OPTION
 @pass_app
 def stats(app: App, as_json: bool) -> None:
-    """How much is stored, where, how far the index is, and what was not captured by rule.
+    """How much is stored, where, how far the index is, and what was skipped.
 
     \b
     Examples:
