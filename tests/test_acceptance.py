@@ -289,6 +289,9 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
     ("remove_exclusion", (5,), {}, InvalidUrl),
     ("remove_exclusion", ("not-a-rule-in-use.example",), {}, InvalidInput),
     ("exclusion_for", ("javascript:void(0)",), {}, InvalidUrl),
+    ("count_skipped", ("",), {}, InvalidInput),
+    ("count_skipped", (7,), {}, InvalidInput),
+    ("count_skipped", ("a\nb",), {}, InvalidInput),
     ("search", ("",), {}, InvalidInput),
     ("search", (LONE,), {}, InvalidInput),
     ("search", (["list"],), {}, InvalidInput),
@@ -375,7 +378,8 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
 ]  # fmt: skip
 # Methods that take no input (or none that can be wrong), and how the rest are covered.
 NO_INPUT = {"capture_settings", "resume_capture", "index_lag", "stats", "model_status",
-            "load_model", "close", "indexer", "announce_host", "actions", "batch"}  # fmt: skip
+            "load_model", "close", "indexer", "announce_host", "actions", "batch",
+            "skipped_counts"}  # fmt: skip
 OTHER_ENTRY_POINTS = {"open", "acting_as"}  # checked separately below
 
 
