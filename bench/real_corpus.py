@@ -360,7 +360,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--list", action="store_true", help="only list pages and exclusions")
+    ap.add_argument(
+        "--missing", action="store_true", help="print the Debian packages not installed, and exit"
+    )
     args = ap.parse_args(argv)
+    if args.missing:
+        say(" ".join(s.package for s in SETS if not s.root.is_dir()))
+        return
     listing, left_out = list_pages()
     sys.stderr.write(f"{len(listing):,} pages kept; left out:\n")
     for reason, n in sorted(left_out.items()):
