@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: Where generated corpora, indexes and query sets live (git-ignored).
-DATA_DIR = Path(__file__).resolve().parent / "data"
+#: Where generated corpora, indexes, vector caches and query sets live: $BACKTRAIL_BENCH_DATA,
+#: else bench/data/ (git-ignored). The real corpus's caches take ~1 GB: keep them out of the tree.
+DATA_DIR = Path(os.environ.get("BACKTRAIL_BENCH_DATA") or Path(__file__).resolve().parent / "data")
 #: Where benchmark runs write their JSON results (git-ignored).
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -169,3 +170,34 @@ def human_bytes(n: float) -> str:
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1000.0
     return f"{n:.1f} TB"
+
+
+class Progress:
+    """Rate and ETA lines on stderr, at most one per ``every`` seconds."""
+
+    def __init__(self, what: str, total: int, done: int = 0, every: float = 10.0):
+        self.what, self.total, self.start_done, self.done = what, total, done, done
+        self.t0 = self.last = time.monotonic()
+        self.every = every
+
+    def add(self, n: int = 1, *, force: bool = False) -> None:
+        self.done += n
+        now = time.monotonic()
+        if not force and now - self.last < self.every:
+            return
+        self.last = now
+        rate = (self.done - self.start_done) / max(now - self.t0, 1e-9)
+        left = self.total - self.done
+        eta = left / rate if rate > 0 else float("inf")
+        sys.stderr.write(
+            f"{time.strftime('%H:%M:%S')} {self.what}: {self.done:,}/{self.total:,} "
+            f"({self.done / max(self.total, 1):.1%}), {rate:.1f}/s, ETA {_duration(eta)}\n"
+        )
+        sys.stderr.flush()
+
+
+def _duration(seconds: float) -> str:
+    if seconds == float("inf"):
+        return "?"
+    h, rest = divmod(int(seconds), 3600)
+    return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
