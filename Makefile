@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 WHEEL_DIR := dist
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test bench wheel install venv lint test-rust test-python test-js clean
+.PHONY: run test bench wheel dist install venv lint test-rust test-python test-js clean
 
 run: install
 	$(BIN)/python -m backtrail.cli.demo
@@ -34,6 +34,11 @@ wheel: venv
 	rm -rf $(WHEEL_DIR)
 	$(BIN)/maturin build --release -o $(WHEEL_DIR) 2>&1 | tail -n 3
 
+# The release: the wheel, and the extension as a zip ready for a browser's store.
+dist: wheel
+	$(BIN)/python scripts/pack_extension.py extension $(WHEEL_DIR)
+	@ls -l $(WHEEL_DIR)
+
 install: wheel
 	$(BIN)/pip install -q $(WHEEL_DIR)/backtrail-*.whl
 	$(BIN)/pip install -q --no-deps --force-reinstall $(WHEEL_DIR)/backtrail-*.whl
@@ -42,7 +47,7 @@ lint: venv
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
-	$(BIN)/ruff check python tests bench
+	$(BIN)/ruff check python tests bench scripts
 
 test-rust:
 	cargo test --release

@@ -1,8 +1,13 @@
 """What one install brings: the tokenizer shipped inside the package (with its license
-and a checked sha256)."""
+and a checked sha256), and the extension zip of ``make dist`` ready for a browser's
+store."""
 
 from __future__ import annotations
 
+import json
+import re
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +16,10 @@ import backtrail
 from backtrail.config import Config
 from backtrail.indexer import embedding
 from backtrail.service import health
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import pack_extension  # noqa: E402
 
 
 def test_the_package_ships_the_tokenizer_with_its_license_notice_and_sha256() -> None:
@@ -39,3 +48,53 @@ def test_a_damaged_tokenizer_is_refused_before_it_loads_and_doctor_says_so(
     assert not checks["tokenizer file"]["ok"]
     assert checks["tokenizer file"]["fix"] == "pip install --force-reinstall backtrail"
     assert "embedder" not in checks  # a damaged file is not loaded at all
+
+
+# ------------------------------------------------------------------ extension zip
+
+
+def _referenced(manifest: dict) -> list[str]:
+    """The files the manifest names."""
+    wanted = [manifest["background"]["service_worker"], manifest["action"]["default_popup"],
+              manifest["options_ui"]["page"], *manifest["icons"].values(),
+              *manifest["action"]["default_icon"].values()]  # fmt: skip
+    for script in manifest.get("content_scripts", []):
+        wanted += script.get("js", []) + script.get("css", [])
+    return wanted
+
+
+def _resolve(folder: Path, link: str) -> str:
+    parts: list[str] = []
+    for part in (folder / link).as_posix().split("/"):
+        if part == "..":
+            parts.pop()
+        elif part not in (".", ""):
+            parts.append(part)
+    return "/".join(parts)
+
+
+def test_the_store_zip_holds_every_file_the_extension_loads_and_no_key(tmp_path: Path) -> None:
+    target = pack_extension.pack(ROOT / "extension", tmp_path)
+    source = json.loads((ROOT / "extension" / "manifest.json").read_text(encoding="utf-8"))
+    assert target.name == f"backtrail-extension-{source['version']}.zip"
+    with zipfile.ZipFile(target) as archive:
+        names = set(archive.namelist())
+        manifest = json.loads(archive.read("manifest.json"))
+        texts = {n: archive.read(n).decode("utf-8") for n in names if n.endswith((".js", ".html"))}
+    assert "key" in source and "key" not in manifest  # stores refuse it and assign an ID
+    assert {k: v for k, v in source.items() if k != "key"} == manifest
+    assert not [n for n in names if n.startswith("tests/") or n in ("package.json", "README.md")]
+    missing = [path for path in _referenced(manifest) if path not in names]
+    # Every page's scripts and styles, every module's imports and every file a script
+    # injects by its path from the extension's root are in the zip too.
+    for name, text in texts.items():
+        folder = Path(name).parent
+        links = re.findall(r'(?:src|href)="([^":#]+)"', text) if name.endswith(".html") else []
+        links += re.findall(r'(?:import|from)\s*["\'](\.[^"\']+)["\']', text)
+        wanted = [_resolve(folder, link) for link in links]
+        wanted += re.findall(r'"(src/[\w/.-]+\.(?:js|html|css))"', text)
+        missing += [f"{path} (from {name})" for path in wanted if path not in names]
+    assert missing == []
+    assert pack_extension.pack(ROOT / "extension", tmp_path / "again").read_bytes() == (
+        target.read_bytes()
+    )  # the same files give the same bytes
