@@ -305,16 +305,24 @@ def new_table(*headers: str) -> Table:
 
 
 def lag_text(lag: Any, model: str) -> str:
-    if lag.ledger_seq == 0:
+    """``text up to date; embeddings 1,234 passages waiting`` (and the captures waiting
+    for text extraction, when there are)."""
+    if lag.ledger_seq == 0 and not lag.captures:
         return "nothing to index yet"
     text = (
         "rebuilding"
         if lag.rebuilding_text
         else ("up to date" if not lag.text else f"{lag.text:,} changes behind")
     )
-    vectors = (
-        "rebuilding"
-        if lag.rebuilding_vectors
-        else ("up to date" if not lag.vectors else f"{lag.vectors:,} changes behind")
-    )
-    return f"text {text}; embeddings {'off' if model == 'disabled' else vectors}"
+    if lag.captures:
+        text += f", {lag.captures:,} captured page{_s(lag.captures)} waiting for text extraction"
+    vectors = f"{lag.vectors:,} passage{_s(lag.vectors)} waiting" if lag.vectors else "up to date"
+    if lag.rebuilding_vectors:
+        vectors = f"rebuilding, {vectors}"
+    if model == "disabled":
+        vectors = "off" + (f" ({lag.vectors:,} passages without vectors)" if lag.vectors else "")
+    return f"text {text}; embeddings {vectors}"
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"

@@ -94,9 +94,15 @@ def _store(config: Config) -> list[Check]:
                 )
             )
         else:
-            behind = lag.ledger_seq and lag.rebuilding_vectors
-            vectors = "rebuilding" if behind else f"{lag.vectors:,} changes behind"
-            results.append(check("index lag", True, f"text: up to date; embeddings: {vectors}"))
+            vectors = f"{lag.vectors:,} passages waiting" if lag.vectors else "up to date"
+            if lag.ledger_seq and lag.rebuilding_vectors:
+                vectors = f"rebuilding, {vectors}"
+            if not config.embeddings:
+                without = f" ({lag.vectors:,} passages without vectors)" if lag.vectors else ""
+                vectors = f"off{without}"
+            waiting = f" ({lag.captures:,} captured pages wait for text extraction)"
+            text = "up to date" + (waiting if lag.captures else "")
+            results.append(check("index lag", True, f"text: {text}; embeddings: {vectors}"))
         return results
     finally:
         memory.close()
