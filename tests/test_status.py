@@ -4,6 +4,7 @@ their progress from the start (on a terminal or, every few seconds, in a log).""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -12,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from backtrail.cli.progress import ProgressReporter
 from backtrail.service import Memory
-from helpers import LOREM, make_config, share_model
+from helpers import LOREM, make_config, share_model, wait_for
 
 BACKTRAIL = str(Path(sys.executable).with_name("backtrail"))
 T0 = 1_700_000_000
@@ -102,3 +104,31 @@ def test_index_shows_the_extraction_of_waiting_captures_first(data_home: Path) -
     assert lines[0].startswith("Extracting page text: ")  # the first thing it says
     assert "Extracting page text: 30/30 (100%)" in done.stderr
     assert "Indexing text" in done.stderr
+
+
+def test_progress_lines_come_within_a_second_and_while_a_batch_runs() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    reporter = ProgressReporter(stream=out, interactive=False, interval=5, first_line=1,
+                                clock=lambda: now[0])  # fmt: skip
+    with reporter as bar:
+        bar(0, 100, "extract")
+        now[0] = 1.5  # the first batch is still running
+        wait_for(lambda: out.getvalue(), timeout=30, what="the first line")
+        assert out.getvalue() == "Extracting page text: 0/100 (0%)\n"
+        bar(10, 100, "extract")  # too soon after that line for another
+        assert len(out.getvalue().splitlines()) == 1
+        now[0] = 7.0  # no batch has ended for 5 s: a line anyway
+        wait_for(lambda: len(out.getvalue().splitlines()) == 2, timeout=30, what="a heartbeat")
+        assert out.getvalue().splitlines()[1].startswith("Extracting page text: 10/100 (10%)")
+    assert out.getvalue().splitlines()[-1].endswith("stopped after 7 s")  # not "done"
+
+
+def test_a_phase_that_ends_within_a_second_writes_one_line() -> None:
+    now = [0.0]
+    out = io.StringIO()
+    with ProgressReporter(stream=out, interactive=False, clock=lambda: now[0]) as bar:
+        bar(0, 3, "text")
+        now[0] = 0.4
+        bar(3, 3, "text")
+    assert out.getvalue().splitlines() == ["Indexing text: 3/3 (100%), 8/s, done in 0 s"]
