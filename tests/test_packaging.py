@@ -5,7 +5,9 @@ store."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -48,6 +50,21 @@ def test_a_damaged_tokenizer_is_refused_before_it_loads_and_doctor_says_so(
     assert not checks["tokenizer file"]["ok"]
     assert checks["tokenizer file"]["fix"] == "pip install --force-reinstall backtrail"
     assert "embedder" not in checks  # a damaged file is not loaded at all
+
+
+def test_the_embedding_runtime_keeps_no_device_id_and_queues_no_telemetry(tmp_path: Path) -> None:
+    """onnxruntime's Linux packages write a device id and a telemetry queue under
+    ~/.cache/Microsoft unless told not to; loading Backtrail's embedder tells them."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_CACHE_HOME", embedding.TELEMETRY_OPT_OUT)}  # fmt: skip
+    code = ("from backtrail.indexer import embedding; "
+            "print(len(embedding.load_embedder(threads=1).embed(['hello'])[0]))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], env={**env, "HOME": str(home)},
+                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.stdout.strip() == "384", done.stderr
+    assert [str(p.relative_to(home)) for p in home.rglob("*")] == []
 
 
 # ------------------------------------------------------------------ extension zip

