@@ -124,7 +124,7 @@ def test_progress_lines_come_within_a_second_and_while_a_batch_runs() -> None:
     assert out.getvalue().splitlines()[-1].endswith("stopped after 7 s")  # not "done"
 
 
-def test_a_phase_that_ends_within_a_second_writes_one_line() -> None:
+def test_a_phase_that_ends_within_half_a_second_writes_one_line() -> None:
     now = [0.0]
     out = io.StringIO()
     with ProgressReporter(stream=out, interactive=False, clock=lambda: now[0]) as bar:

@@ -4,8 +4,9 @@ A :class:`ProgressReporter` is a progress callback ``(done, total, phase)``, the
 :meth:`Memory.catch_up` and the importers call before a phase's first batch and after
 each committed one. On a terminal it draws a rich progress bar per phase with counts,
 rate and ETA; otherwise it writes a plain line once a phase has run for ``first_line``
-seconds (1 s), then every ``interval`` seconds (5 s) even while one batch takes longer,
-and one when a phase ends, so logs stay readable and a long step never looks stuck.
+seconds (half a second), then every ``interval`` seconds (5 s) even while one batch
+takes longer, and one when a phase ends, so logs stay readable and a long step never
+looks stuck.
 
 Ctrl-C stops cleanly: inside ``with ProgressReporter(...)`` the first Ctrl-C only asks
 to stop, and the next callback (which runs right after a batch was committed) raises
@@ -115,7 +116,7 @@ class ProgressReporter:
         interactive: bool | None = None,
         enabled: bool = True,
         interval: float = 5.0,
-        first_line: float = 1.0,
+        first_line: float = 0.5,
         labels: Mapping[str, str] = PHASES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
