@@ -316,11 +316,14 @@ def lag_text(lag: Any, model: str) -> str:
     )
     if lag.captures:
         text += f", {lag.captures:,} captured page{_s(lag.captures)} waiting for text extraction"
-    vectors = f"{lag.vectors:,} passage{_s(lag.vectors)} waiting" if lag.vectors else "up to date"
+    waiting = f"{lag.vectors:,} passage{_s(lag.vectors)}" if lag.vectors else None
+    vectors = f"{waiting} waiting" if waiting else "up to date"
+    if lag.vectors is None:  # a search's lag: not counted
+        vectors = "not counted"
     if lag.rebuilding_vectors:
         vectors = f"rebuilding, {vectors}"
     if model == "disabled":
-        vectors = "off" + (f" ({lag.vectors:,} passages without vectors)" if lag.vectors else "")
+        vectors = f"off ({waiting} without vectors)" if waiting else "off"
     return f"text {text}; embeddings {vectors}"
 
 
