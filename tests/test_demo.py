@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from backtrail.cli import demo
-from helpers import wait_for
+from backtrail.service import Memory
+from helpers import LOREM, make_config, share_model, wait_for
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -63,12 +64,27 @@ def test_demo_stores_the_samples_searches_and_says_how_to_connect(data_home: Pat
     assert "6 pages new or changed; the memory holds 6 pages" in out
     assert '$ backtrail search "write-ahead log checkpoint"' in out
     assert " 1. How SQLite's write-ahead log works" in out
+    assert "(1 result, keyword (BM25) ranking)" in out  # embeddings are off here
     config = json.loads(out[out.index("{") : out.index("\n}\n") + 2])
     entry = config["mcpServers"]["backtrail"]
     assert entry["args"] == ["mcp"] and entry["env"]["BACKTRAIL_HOME"] == str(data_home)
     assert "Load the unpacked extension from" in out or "extension/ directory" in out
     again = run_demo(data_home, "--source", "samples", "--no-serve", "--no-install")
     assert "0 pages new or changed; the memory holds 6 pages" in again.stdout
+
+
+def test_the_demo_says_which_ranking_ran(data_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    share_model(monkeypatch)
+    with Memory(make_config(data_home, embeddings=True)) as memory:
+        memory.capture_page("https://example.com/wal", text=LOREM)
+        memory.catch_up(vectors=False)  # what the demo does before its search
+        page = memory.search("write-ahead log")
+        assert page.mode == "hybrid"  # asked for, but no vector exists to rank with
+        note = demo.ranking_note(memory, page.mode)
+        assert note == "keyword (BM25) ranking: no passage has its vector yet"
+        memory.catch_up()
+        page = memory.search("write-ahead log")
+        assert demo.ranking_note(memory, page.mode) == "hybrid ranking: keywords and meaning"
 
 
 @pytest.mark.skipif(not demo.PYTHON_DOCS.is_dir(), reason="python3.11-doc is not installed")

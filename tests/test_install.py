@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -114,15 +115,37 @@ def test_install_writes_the_manifest_where_the_browser_looks_and_doctor_shakes_h
     assert all(set(c) == {"check", "ok", "detail", "fix"} for c in checks)
 
 
+def paths_under(root: Path) -> set[str]:
+    """Every file and directory below ``root``."""
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
 @pytest.mark.parametrize("system", ["linux", "darwin"])
 def test_uninstall_removes_exactly_what_install_wrote(tmp_path: Path, system: str) -> None:
     plat = platform_for(tmp_path, system)
-    before = files_under(tmp_path)
+    plat.home.mkdir()
+    before = paths_under(tmp_path)
     install.install("all", python=sys.executable, platform=plat)
-    assert len(files_under(tmp_path) - before) == 4 + 2  # manifests, launcher, receipt
+    assert len(files_under(tmp_path)) == 4 + 2  # manifests, launcher, receipt
     removed = install.uninstall("all", platform=plat)
     assert len(removed) == 5
-    assert files_under(tmp_path) == before
+    # No browser was found, so install created each browser's directory: all gone, and
+    # a later `install` does not mistake them for installed browsers.
+    assert paths_under(tmp_path) == before
+    assert not any(install.browser_present(b, plat) for b in BROWSERS)
+
+
+def test_uninstall_keeps_directories_that_existed_or_hold_something_else(tmp_path: Path) -> None:
+    plat = platform_for(tmp_path, "linux")
+    chrome = plat.home / ".config" / "google-chrome"
+    (chrome / "NativeMessagingHosts").mkdir(parents=True)
+    data = plat.home / ".local" / "share" / "backtrail"
+    install.install("chrome", python=sys.executable, platform=plat)
+    (data / "ledger.sqlite3").write_text("the user's data")  # the data directory, meanwhile
+    install.uninstall("chrome", platform=plat)
+    assert (chrome / "NativeMessagingHosts").is_dir()  # the browser's, not ours
+    assert (data / "ledger.sqlite3").read_text() == "the user's data"
+    assert not (data / "native-host").exists()
 
 
 def test_all_registers_only_browsers_found_unless_none_is(tmp_path: Path) -> None:
@@ -362,3 +385,59 @@ def test_cli_help_shows_every_option_with_examples() -> None:
     assert "backtrail install --user-data-dir" in text and EXTENSION_ID in text
     assert "backtrail uninstall --browser edge" in CliRunner().invoke(
         cli, ["uninstall", "--help"]).output  # fmt: skip
+
+
+def run_backtrail(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``backtrail`` command with ``home`` as HOME (no XDG or Backtrail
+    variables), as a user's shell would run it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("XDG_", "BACKTRAIL_", "MCP_"))}  # fmt: skip
+    env["HOME"] = str(home)
+    command = [str(Path(sys.executable).parent / "backtrail"), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+
+
+def test_uninstall_leaves_nothing_behind_that_install_and_claude_config_wrote(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    (home / ".config" / "chromium").mkdir(parents=True)  # a browser is installed
+    before = paths_under(home)
+    writes = (["install"], ["claude-config", "--write"], ["claude-config", "--cursor", "--write"])
+    for args in writes:
+        done = run_backtrail(home, *args)
+        assert done.returncode == 0, done.stderr
+    claude = home / ".config" / "Claude" / "claude_desktop_config.json"
+    cursor = home / ".cursor" / "mcp.json"
+    manifest = home / ".config" / "chromium" / "NativeMessagingHosts" / f"{HOST_NAME}.json"
+    assert claude.is_file() and cursor.is_file() and manifest.is_file()
+    done = run_backtrail(home, "uninstall", "--claude", "--cursor")
+    assert done.returncode == 0, done.stderr
+    assert f"Removed {manifest}" in done.stdout
+    assert f"Removed mcpServers.backtrail from {claude}; deleted the file" in done.stdout
+    assert paths_under(home) == before
+    again = run_backtrail(home, "uninstall", "--claude")
+    assert "Nothing to remove" in again.stdout and "No Backtrail entry" in again.stdout
+
+
+def test_uninstall_keeps_the_other_servers_of_a_client_configuration(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    claude = home / ".config" / "Claude" / "claude_desktop_config.json"
+    claude.parent.mkdir(parents=True)
+    theirs = {"mcpServers": {"files": {"command": "/usr/bin/mcp-files", "args": []}},
+              "globalShortcut": "Ctrl+Space"}  # fmt: skip
+    claude.write_text(json.dumps(theirs), encoding="utf-8")
+    for _ in range(2):  # twice: the .bak then holds Backtrail's entry too
+        assert run_backtrail(home, "claude-config", "--write").returncode == 0
+    assert set(read_manifest(claude)["mcpServers"]) == {"files", "backtrail"}
+    backup = claude.with_name(claude.name + ".bak")
+    assert backup.is_file()
+    done = run_backtrail(home, "uninstall", "--claude")
+    assert done.returncode == 0, done.stderr
+    assert read_manifest(claude) == theirs
+    assert not backup.exists()  # it held nothing but what is left
+    claude.write_text("{not json", encoding="utf-8")
+    broken = run_backtrail(home, "uninstall", "--claude")
+    assert broken.returncode == 1 and "not valid JSON" in broken.stderr
+    assert claude.read_text(encoding="utf-8") == "{not json"  # never overwritten

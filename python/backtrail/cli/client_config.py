@@ -6,6 +6,9 @@ Desktop from ``claude_desktop_config.json`` in its per-user application director
 Cursor from ``~/.cursor/mcp.json`` (or ``.cursor/mcp.json`` in a project). Merging keeps
 every other server and setting, writes a ``.bak`` copy of the previous file and
 replaces the file atomically; a file that is not valid JSON is never overwritten.
+:func:`remove_entries` takes Backtrail's entries out again (``backtrail uninstall
+--claude --cursor``), leaving the rest of the file as it was: a file that held nothing
+else is deleted, and so is a ``.bak`` that holds nothing but what is left.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 __all__ = [
     "claude_config_path", "cursor_config_path", "server_entry", "config_document",
     "merge_entry", "MergeResult", "ConfigFileError", "doctor_checks", "DEFAULT_NAME",
+    "remove_entries", "RemoveResult",
 ]  # fmt: skip
 
 DEFAULT_NAME = "backtrail"
@@ -116,6 +120,21 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace the file at ``path`` with ``data`` atomically."""
+    fd, temp = tempfile.mkstemp(prefix=".backtrail-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
 def merge_entry(path: Path, entry: dict[str, Any], name: str = DEFAULT_NAME) -> MergeResult:
     """Put ``entry`` under ``mcpServers[name]`` in the file at ``path``, keeping the rest."""
     current = _read(path)
@@ -130,18 +149,75 @@ def merge_entry(path: Path, entry: dict[str, Any], name: str = DEFAULT_NAME) -> 
     if current is not None:
         backup = path.with_name(path.name + ".bak")
         shutil.copy2(path, backup)
-    fd, temp = tempfile.mkstemp(prefix=".backtrail-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    _write_json(path, data)
     return MergeResult(path, current is None, replaced, backup)
+
+
+@dataclass(frozen=True)
+class RemoveResult:
+    """What :func:`remove_entries` did to one file: the entries it removed, whether it
+    deleted the file (nothing else was in it) and the ``.bak`` copy (which held nothing
+    but what is left)."""
+
+    path: Path
+    removed: list[str]
+    deleted: bool
+    backup_deleted: bool
+
+
+def _without_ours(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict):
+        return data, []
+    ours = [name for name, entry in servers.items() if _is_ours(entry)]
+    kept = {name: entry for name, entry in servers.items() if name not in ours}
+    return {**data, "mcpServers": kept}, ours
+
+
+def _empty(data: dict[str, Any]) -> bool:
+    return all(key == "mcpServers" and value == {} for key, value in data.items())
+
+
+def remove_entries(path: Path) -> RemoveResult:
+    """Remove every ``mcpServers`` entry that starts ``backtrail mcp`` from the file at
+    ``path``, keeping everything else; a file that is not valid JSON is left alone
+    (``ConfigFileError``)."""
+    current = _read(path)
+    if current is None:
+        return RemoveResult(path, [], False, False)
+    remaining, ours = _without_ours(current)
+    if not ours:
+        return RemoveResult(path, [], False, False)
+    backup = path.with_name(path.name + ".bak")
+    try:
+        saved = _read(backup)
+    except ConfigFileError:
+        saved = None  # not ours to judge: kept
+    stripped = None if saved is None else _without_ours(saved)[0]
+    redundant = stripped is not None and (
+        stripped == remaining or (_empty(stripped) and _empty(remaining))
+    )
+    if redundant:
+        backup.unlink()
+    if _empty(remaining):
+        path.unlink()
+        _remove_empty_parents(path.parent)
+    else:
+        _write_json(path, remaining)
+    return RemoveResult(path, ours, _empty(remaining), redundant)
+
+
+def _remove_empty_parents(folder: Path) -> None:
+    """Remove ``folder`` and its parents while they are empty (``--write`` made them for
+    a file that is gone now), never the home directory or above it."""
+    home = Path.home().absolute()
+    folder = folder.absolute()
+    while folder != home and home in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # not empty: something else lives there
+        folder = folder.parent
 
 
 # --------------------------------------------------------------------- doctor

@@ -305,16 +305,27 @@ def new_table(*headers: str) -> Table:
 
 
 def lag_text(lag: Any, model: str) -> str:
-    if lag.ledger_seq == 0:
+    """``text up to date; embeddings 1,234 passages waiting`` (and the captures waiting
+    for text extraction, when there are)."""
+    if lag.ledger_seq == 0 and not lag.captures:
         return "nothing to index yet"
     text = (
         "rebuilding"
         if lag.rebuilding_text
         else ("up to date" if not lag.text else f"{lag.text:,} changes behind")
     )
-    vectors = (
-        "rebuilding"
-        if lag.rebuilding_vectors
-        else ("up to date" if not lag.vectors else f"{lag.vectors:,} changes behind")
-    )
-    return f"text {text}; embeddings {'off' if model == 'disabled' else vectors}"
+    if lag.captures:
+        text += f", {lag.captures:,} captured page{_s(lag.captures)} waiting for text extraction"
+    waiting = f"{lag.vectors:,} passage{_s(lag.vectors)}" if lag.vectors else None
+    vectors = f"{waiting} waiting" if waiting else "up to date"
+    if lag.vectors is None:  # a search's lag: not counted
+        vectors = "not counted"
+    if lag.rebuilding_vectors:
+        vectors = f"rebuilding, {vectors}"
+    if model == "disabled":
+        vectors = f"off ({waiting} without vectors)" if waiting else "off"
+    return f"text {text}; embeddings {vectors}"
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"

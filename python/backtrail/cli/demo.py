@@ -127,7 +127,26 @@ def show_search(memory: Memory, query: str) -> None:
         _say(f"    {result.url}")
         _say(f"    {clean(result.snippet).replace('**', '')[:160]}")
     count = len(page.results)
-    _say(f"({count} result{'s' if count != 1 else ''}, {page.mode} ranking)")
+    _say(f"({count} result{'s' if count != 1 else ''}, {ranking_note(memory, page.mode)})")
+
+
+def ranking_note(memory: Memory, mode: str) -> str:
+    """Which ranking ran, in words: a hybrid search over an index without vectors ranked
+    by keywords alone."""
+    index = memory.stats().index
+    with_vectors = int(index.get("documents_with_vectors") or 0)
+    documents = int(index.get("documents") or 0)
+    if mode == "bm25" or with_vectors == 0:
+        why = "" if mode == "bm25" else ": no passage has its vector yet"
+        return f"keyword (BM25) ranking{why}"
+    if mode != "hybrid":
+        return f"{mode} ranking"
+    if with_vectors >= documents:
+        return f"{mode} ranking: keywords and meaning"
+    return (
+        f"{mode} ranking: keywords, and meaning for the {with_vectors:,} of {documents:,} "
+        "passages that have their vectors so far"
+    )
 
 
 def register_host(config: Config) -> None:

@@ -4,8 +4,9 @@
 ``-m backtrail.native_host``) and a host manifest ``com.backtrail.host.json`` pointing
 at it where each browser looks: a ``NativeMessagingHosts`` directory on Linux and
 macOS, a registry key whose default value is the manifest's path on Windows.
-``uninstall`` removes what ``install`` wrote; :func:`doctor_checks` validates every
-manifest it finds and completes a real handshake with the host.
+``uninstall`` removes what ``install`` wrote, down to the directories it created (the
+receipt ``installed.json`` beside the launcher lists them); :func:`doctor_checks`
+validates every manifest it finds and completes a real handshake with the host.
 
 Everything that touches the machine is injectable for tests: :class:`Platform` (OS,
 home, environment, and a root for system-wide paths) and the :class:`Registry`.
@@ -300,6 +301,24 @@ def launcher_text(python: str, data_dir: Path | None, system: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _missing(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: Iterable[str | Path]) -> None:
+    """Remove each directory that is empty, deepest first."""
+    for folder in sorted({str(f) for f in folders}, key=lambda f: -len(Path(f).parts)):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass  # not empty (something else lives there), or already gone
+
+
 def _write(path: Path, text: str, mode: int) -> None:
     """Write ``text`` to ``path`` atomically (temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -351,31 +370,50 @@ def install(
         skipped = skipped if present else []
     launcher = plat.launcher_dir(system) / plat.launcher_name
     home = None if data_dir is None else Path(data_dir).expanduser().absolute()
+    created = {"": _missing(launcher.parent)}
     _write(launcher, launcher_text(python or sys.executable, home, plat.system), 0o755)
     document = json.dumps(manifest_document(launcher, extension_id), indent=2) + "\n"
     written = targets(chosen, plat, system=system, user_data_dir=user_data_dir)
     for target in written:
+        created[str(target.manifest)] = _missing(target.manifest.parent)
         _write(target.manifest, document, 0o644)
         if target.key is not None:
             assert target.hive is not None
             (registry or WindowsRegistry()).set_default(target.hive, target.key,
                                                         str(target.manifest))  # fmt: skip
-    _record(launcher.parent, written)
+    _record(launcher.parent, written, created=created)
     return InstallReport(launcher, written, skipped)
 
 
-def _receipt(folder: Path) -> list[dict[str, Any]]:
+def _receipt_data(folder: Path) -> dict[str, Any]:
     try:
         data = json.loads((folder / RECEIPT_FILENAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    entries = data.get("targets") if isinstance(data, dict) else None
-    return [e for e in entries or [] if isinstance(e, dict) and isinstance(e.get("manifest"), str)]
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
-def _record(folder: Path, written: Sequence[Target], removed: Sequence[Target] = ()) -> None:
+def _receipt(folder: Path) -> list[dict[str, Any]]:
+    entries = _receipt_data(folder).get("targets")
+    entries = entries if isinstance(entries, list) else []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("manifest"), str)]
+
+
+def _dirs(value: object) -> list[str]:
+    return [d for d in value if isinstance(d, str)] if isinstance(value, list) else []
+
+
+def _record(
+    folder: Path,
+    written: Sequence[Target],
+    removed: Sequence[Target] = (),
+    *,
+    created: Mapping[str, Sequence[Path]] | None = None,
+) -> None:
     """Keep the list of manifests written (so uninstall and doctor find custom
-    ``--user-data-dir`` ones)."""
+    ``--user-data-dir`` ones) and the directories install created for each (``created``:
+    by manifest path, ``""`` for the launcher's), so uninstall removes them too."""
+    created = created or {}
     gone = {(t.browser, str(t.manifest)) for t in removed if t.scope != "profile"}
     gone_dirs = {str(t.manifest) for t in removed if t.scope == "profile"}
     entries = [
@@ -386,14 +424,16 @@ def _record(folder: Path, written: Sequence[Target], removed: Sequence[Target] =
     known |= {(None, e["manifest"]) for e in entries if e.get("scope") == "profile"}
     entries += [
         {"browser": t.browser, "scope": t.scope, "manifest": str(t.manifest), "hive": t.hive,
-         "key": t.key}
+         "key": t.key, "dirs": [str(d) for d in created.get(str(t.manifest), ())]}
         for t in written
         if (t.browser, str(t.manifest)) not in known
         and not (t.scope == "profile" and (None, str(t.manifest)) in known)
     ]  # fmt: skip
+    launcher_dirs = _dirs(_receipt_data(folder).get("dirs"))
+    launcher_dirs += [str(d) for d in created.get("", ()) if str(d) not in launcher_dirs]
     if entries:
-        _write(folder / RECEIPT_FILENAME, json.dumps({"version": 1, "targets": entries},
-                                                     indent=2) + "\n", 0o644)  # fmt: skip
+        document = {"version": 1, "targets": entries, "dirs": launcher_dirs}
+        _write(folder / RECEIPT_FILENAME, json.dumps(document, indent=2) + "\n", 0o644)
     elif (folder / RECEIPT_FILENAME).exists():
         (folder / RECEIPT_FILENAME).unlink()
 
@@ -418,31 +458,34 @@ def uninstall(
 ) -> list[str]:
     """Remove the manifests (and registry keys) of ``browsers`` in the chosen scope,
     plus ``--user-data-dir`` ones install recorded; then the launcher, once no manifest
-    it wrote is left. Returns what was removed. A file another browser's install still
-    uses (Brave and Chromium share one system-wide) is kept."""
+    it wrote is left; and the directories install created for them, when empty. Returns
+    the files and registry keys removed. A file another browser's install still uses
+    (Brave and Chromium share one system-wide) is kept."""
     plat = platform or Platform.current()
     chosen = _browsers(browsers)
     folder = plat.launcher_dir(system)
     candidates = targets(chosen, plat, system=system, user_data_dir=user_data_dir)
     if user_data_dir is None:
         candidates += [t for t in _recorded(folder) if t.browser in chosen and t.scope == "profile"]
+    made = {e["manifest"]: _dirs(e.get("dirs")) for e in _receipt(folder)}
+    launcher_dirs = _dirs(_receipt_data(folder).get("dirs"))
     _record(folder, [], candidates)
     still_used = {entry["manifest"] for entry in _receipt(folder)}
     removed: list[str] = []
+    emptied: list[str] = []
     for target in candidates:
         if target.key is not None and target.hive is not None:
             if (registry or WindowsRegistry()).delete_key(target.hive, target.key):
                 removed.append(f"{target.hive}\\{target.key}")
         if str(target.manifest) not in still_used and _remove(target.manifest):
             removed.append(str(target.manifest))
+            emptied += made.get(str(target.manifest), ())
     launcher = folder / plat.launcher_name
     if not _receipt(folder) and launcher.exists() and _MARK in _read(launcher):
         launcher.unlink()
         removed.append(str(launcher))
-        try:
-            folder.rmdir()
-        except OSError:
-            pass  # not empty: something else lives there
+        emptied += [str(folder), *launcher_dirs]
+    _remove_empty(emptied)  # those install created, once nothing else lives there
     return removed
 
 

@@ -1,5 +1,7 @@
 """``backtrail install`` and ``backtrail uninstall``: register the native-messaging host
-with the browsers (the work is in :mod:`backtrail.cli.host_manifests`)."""
+with the browsers (the work is in :mod:`backtrail.cli.host_manifests`); uninstall also
+takes Backtrail out of Claude Desktop's and Cursor's configuration on request
+(:mod:`backtrail.cli.client_config`)."""
 
 from __future__ import annotations
 
@@ -87,17 +89,35 @@ def install_command(
 @click.option("--user-data-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Unregister from a browser profile directory given to `install`.")
 @click.option("--system", is_flag=True,
-              help="Remove the system-wide registration (needs administrator rights).")  # fmt: skip
-def uninstall_command(browser: str, user_data_dir: Path | None, system: bool) -> None:
-    """Remove what `backtrail install` wrote: host manifests, registry keys and, once
-    nothing uses it, the launcher. Your data is not touched.
+              help="Remove the system-wide registration (needs administrator rights).")
+@click.option("--claude", is_flag=True,
+              help="Also remove the Backtrail entries `backtrail claude-config --write` added "
+                   "to Claude Desktop's configuration.")
+@click.option("--cursor", is_flag=True,
+              help="Also remove the Backtrail entries of Cursor's ~/.cursor/mcp.json.")
+@click.option("--config-path", "config_paths", multiple=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Also remove the Backtrail entries of this MCP client configuration file "
+                   "(repeatable), e.g. a project's .cursor/mcp.json.")  # fmt: skip
+def uninstall_command(
+    browser: str, user_data_dir: Path | None, system: bool, claude: bool, cursor: bool,
+    config_paths: tuple[Path, ...],
+) -> None:  # fmt: skip
+    """Remove what `backtrail install` wrote: host manifests, registry keys, the
+    launcher once nothing uses it, and the directories install created for them. With
+    --claude / --cursor, also the `backtrail mcp` entries of those clients (every other
+    entry and setting stays; a file that held nothing else is deleted). Your data is not
+    touched: it stays in the data directory until you delete it.
 
     \b
     Examples:
       backtrail uninstall
+      backtrail uninstall --claude --cursor
       backtrail uninstall --browser edge
       backtrail uninstall --user-data-dir ~/chromium-test-profile
     """
+    from backtrail.cli import client_config
+
     try:
         removed = installer.uninstall(browser, user_data_dir=user_data_dir, system=system)
     except OSError as error:
@@ -106,6 +126,22 @@ def uninstall_command(browser: str, user_data_dir: Path | None, system: bool) ->
         click.echo(f"Removed {item}")
     if not removed:
         click.echo("Nothing to remove: the host was not registered there.")
+    files = list(config_paths)
+    files += [client_config.claude_config_path()] if claude else []
+    files += [client_config.cursor_config_path()] if cursor else []
+    for path in files:
+        try:
+            result = client_config.remove_entries(path)
+        except (client_config.ConfigFileError, OSError) as error:
+            raise click.ClickException(str(error)) from None
+        if not result.removed:
+            click.echo(f"No Backtrail entry in {path}")
+            continue
+        names = ", ".join(f"mcpServers.{name}" for name in result.removed)
+        done = "deleted the file (nothing else was in it)" if result.deleted else "kept the rest"
+        click.echo(f"Removed {names} from {path}; {done}")
+        if result.backup_deleted:
+            click.echo(f"Removed {path.name}.bak (the copy --write kept, now the same)")
 
 
 COMMANDS: list[click.Command] = [install_command, uninstall_command]

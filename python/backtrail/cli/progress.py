@@ -1,9 +1,12 @@
 """Progress of long work (imports, indexing, the embedding backlog, exports).
 
 A :class:`ProgressReporter` is a progress callback ``(done, total, phase)``, the shape
-:meth:`Memory.catch_up` and the importers call after each committed batch. On a terminal
-it draws a rich progress bar per phase with counts, rate and ETA; otherwise it writes a
-plain line every ``interval`` seconds and one when a phase ends, so logs stay readable.
+:meth:`Memory.catch_up` and the importers call before a phase's first batch and after
+each committed one. On a terminal it draws a rich progress bar per phase with counts,
+rate and ETA; otherwise it writes a plain line once a phase has run for ``first_line``
+seconds (half a second), then every ``interval`` seconds (5 s) even while one batch
+takes longer, and one when a phase ends, so logs stay readable and a long step never
+looks stuck.
 
 Ctrl-C stops cleanly: inside ``with ProgressReporter(...)`` the first Ctrl-C only asks
 to stop, and the next callback (which runs right after a batch was committed) raises
@@ -49,7 +52,7 @@ PHASES: Mapping[str, str] = {
     "text": "Indexing text",
     "vectors": "Embedding passages",
     "rebuild-text": "Indexing text (full scan)",
-    "rebuild-vectors": "Embedding passages (full scan)",
+    "rebuild-vectors": "Embedding (full scan)",
     "export": "Exporting",
 }
 """Human labels of the phases reported by the importers, the indexer and the exporter."""
@@ -96,6 +99,7 @@ class _Phase:
     total: int = 0
     finished: bool = False
     task: TaskID | None = None
+    lines: int = 0
 
 
 class ProgressReporter:
@@ -112,6 +116,7 @@ class ProgressReporter:
         interactive: bool | None = None,
         enabled: bool = True,
         interval: float = 5.0,
+        first_line: float = 0.5,
         labels: Mapping[str, str] = PHASES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -122,6 +127,7 @@ class ProgressReporter:
         self.interactive = interactive and enabled
         self.enabled = enabled
         self._interval = interval
+        self._first_line = first_line
         self._labels = labels
         self._clock = clock
         self._phases: dict[str, _Phase] = {}
@@ -129,6 +135,9 @@ class ProgressReporter:
         self._previous_handler: Any = None
         self._handling = False
         self.stop_requested = False
+        self._lock = threading.RLock()  # the heartbeat thread writes lines too
+        self._closed = threading.Event()
+        self._heartbeat: threading.Thread | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -145,6 +154,12 @@ class ProgressReporter:
                 console=self._console,
             )
             self._progress.start()
+        elif self.enabled:
+            self._closed.clear()
+            self._heartbeat = threading.Thread(
+                target=self._beat, name="backtrail-progress", daemon=True
+            )
+            self._heartbeat.start()
         if threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGINT, self._on_interrupt)
             self._handling = True
@@ -159,13 +174,31 @@ class ProgressReporter:
         if self._handling:
             signal.signal(signal.SIGINT, self._previous_handler)
             self._handling = False
+        self._closed.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join()
+            self._heartbeat = None
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
         elif exc_type is None:
-            for name, phase in self._phases.items():
-                if not phase.finished:
-                    self._line(name, phase, final=True)
+            with self._lock:
+                for name, phase in self._phases.items():
+                    if not phase.finished:
+                        self._line(name, phase, final=True)
+
+    def _beat(self) -> None:
+        """Off a terminal: a line for the running phase when its first batch takes longer
+        than ``first_line`` seconds, and every ``interval`` seconds while no batch ends."""
+        while not self._closed.wait(min(0.25, self._first_line, self._interval)):
+            with self._lock:
+                now = self._clock()
+                for name, phase in self._phases.items():
+                    if phase.finished:
+                        continue
+                    wait = self._interval if phase.lines else self._first_line
+                    if now - phase.last_line >= wait:
+                        self._line(name, phase, final=False)
 
     def _on_interrupt(self, signum: int, frame: FrameType | None) -> None:
         if self.stop_requested:
@@ -185,12 +218,17 @@ class ProgressReporter:
         if self._progress is not None:
             self._progress.console.print(Text(message))
         else:
-            self._write(message)
+            with self._lock:
+                self._write(message)
 
     def __call__(self, done: int, total: int, phase: str) -> None:
         self.check()
         if not self.enabled or (total <= 0 and done <= 0 and phase not in self._phases):
             return  # nothing to do in this phase: no bar, no line
+        with self._lock:
+            self._update(done, total, phase)
+
+    def _update(self, done: int, total: int, phase: str) -> None:
         now = self._clock()
         current = self._phases.get(phase)
         if current is None:
@@ -214,6 +252,7 @@ class ProgressReporter:
     def _line(self, name: str, phase: _Phase, *, final: bool) -> None:
         now = self._clock()
         phase.last_line = now
+        phase.lines += 1
         elapsed = now - phase.started
         rate = (phase.done - phase.start_done) / elapsed if elapsed > 0 else None
         pct = 100.0 * phase.done / phase.total if phase.total else 100.0
@@ -222,7 +261,8 @@ class ProgressReporter:
             parts.append(f"{rate:,.0f}/s")
         if final:
             phase.finished = True
-            parts.append(f"done in {format_duration(elapsed)}")
+            ended = "done in" if phase.done >= phase.total else "stopped after"
+            parts.append(f"{ended} {format_duration(elapsed)}")
         elif rate:
             parts.append(f"ETA {format_duration((phase.total - phase.done) / rate)}")
         self._write(", ".join(parts))

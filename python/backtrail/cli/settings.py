@@ -1,4 +1,6 @@
-"""``backtrail config``: list, read and change settings (the data directory's config file)."""
+"""``backtrail config``: list, read and change settings (the data directory's config file),
+and ``backtrail config exclusions``: the pages never captured (kept in the ledger, so
+every process and browser applies them)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ __all__ = ["COMMANDS"]
 @click.group("config", invoke_without_command=True)
 @click.pass_context
 def config_group(ctx: click.Context) -> None:
-    """Show and change settings (stored in config.toml in the data directory).
+    """Show and change settings (stored in config.toml in the data directory), and the
+    pages never captured (`backtrail config exclusions`).
 
     Environment variables BACKTRAIL_<NAME> override the file for one run.
 
@@ -39,9 +42,20 @@ def config_group(ctx: click.Context) -> None:
       backtrail config get search_limit
       backtrail config set embeddings false
       backtrail config unset embeddings
+      backtrail config exclusions add bank.example.com
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(config_list)
+
+
+class _SettingName(click.Choice):
+    """A setting's name; ``exclusions`` gets a pointer to where they are set."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "exclusions":
+            self.fail("exclusions are rules, not one setting: see `backtrail config exclusions "
+                      "--help` (e.g. `backtrail config exclusions add example.com`)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 @config_group.command("list")
@@ -66,7 +80,7 @@ def config_list(app: App, as_json: bool = False) -> None:
 
 
 @config_group.command("get")
-@click.argument("name", type=click.Choice([s.name for s in SETTINGS]), metavar="NAME")
+@click.argument("name", type=_SettingName([s.name for s in SETTINGS]), metavar="NAME")
 @JSON_OPTION
 @pass_app
 def config_get(app: App, name: str, as_json: bool) -> None:
@@ -80,7 +94,7 @@ def config_get(app: App, name: str, as_json: bool) -> None:
 
 @config_group.command("set")
 @click.argument(
-    "name", type=click.Choice([s.name for s in SETTINGS if s.name != "data_dir"]), metavar="NAME"
+    "name", type=_SettingName([s.name for s in SETTINGS if s.name != "data_dir"]), metavar="NAME"
 )
 @click.argument("value")
 @pass_app
@@ -100,7 +114,7 @@ def config_set(app: App, name: str, value: str) -> None:
 
 @config_group.command("unset")
 @click.argument(
-    "name", type=click.Choice([s.name for s in SETTINGS if s.name != "data_dir"]), metavar="NAME"
+    "name", type=_SettingName([s.name for s in SETTINGS if s.name != "data_dir"]), metavar="NAME"
 )
 @pass_app
 def config_unset(app: App, name: str) -> None:
@@ -108,6 +122,84 @@ def config_unset(app: App, name: str) -> None:
     home = app.config.home
     _write_setting(home, name, None)
     click.echo(f"{name} = {_show(jsonable(getattr(Config.load(home), name)))} (default)")
+
+
+@config_group.group("exclusions", invoke_without_command=True)
+@JSON_OPTION
+@click.pass_context
+def exclusions_group(ctx: click.Context, as_json: bool) -> None:
+    """Pages Backtrail never captures: the rules every browser, the native host and every
+    MCP server apply (stored in the ledger). Until you change them they are the built-in
+    list of sign-in, mail, banking, password-manager and checkout pages; `add` starts
+    from that list. The extension's options page keeps the browser's own list as well,
+    and both apply.
+
+    \b
+    Rules (case-insensitive):
+      example.com                  the site and its subdomains
+      login.*  *.example.com       a host pattern
+      */private/*                  a pattern over host and path
+      https://example.com/x/*      a pattern over the whole address
+
+    \b
+    Examples:
+      backtrail config exclusions                  # the rules in force
+      backtrail config exclusions add bank.example.com '*/checkout*'
+      backtrail config exclusions remove bank.example.com
+      backtrail config exclusions reset            # back to the built-in list
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(exclusions_list, as_json=as_json)
+
+
+@exclusions_group.command("list")
+@JSON_OPTION
+@pass_app
+def exclusions_list(app: App, as_json: bool = False) -> None:
+    """The exclusion rules in force, one per line."""
+    _show_exclusions(app.memory().capture_settings(), as_json)
+
+
+@exclusions_group.command("add")
+@click.argument("rules", nargs=-1, required=True, metavar="RULE...")
+@JSON_OPTION
+@pass_app
+def exclusions_add(app: App, rules: tuple[str, ...], as_json: bool) -> None:
+    """Never capture pages matching RULE (nothing changes if one rule is invalid)."""
+    memory = app.memory()
+    current = memory.capture_settings().exclusions
+    _show_exclusions(memory.set_exclusions([*current, *rules]), as_json)
+
+
+@exclusions_group.command("remove")
+@click.argument("rules", nargs=-1, required=True, metavar="RULE...")
+@JSON_OPTION
+@pass_app
+def exclusions_remove(app: App, rules: tuple[str, ...], as_json: bool) -> None:
+    """Capture pages matching RULE again (a built-in rule too)."""
+    memory = app.memory()
+    settings = memory.capture_settings()
+    for rule in rules:
+        settings = memory.remove_exclusion(rule)
+    _show_exclusions(settings, as_json)
+
+
+@exclusions_group.command("reset")
+@JSON_OPTION
+@pass_app
+def exclusions_reset(app: App, as_json: bool) -> None:
+    """Back to the built-in list."""
+    _show_exclusions(app.memory().set_exclusions(None), as_json)
+
+
+def _show_exclusions(settings: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json({"rules": settings.exclusions, "built_in": settings.default_exclusions})
+        return
+    for rule in settings.exclusions:
+        click.echo(rule)
+    which = "the built-in list" if settings.default_exclusions else "your list"
+    click.echo(f"({len(settings.exclusions)} rules: {which})", err=True)
 
 
 def _show(value: Any) -> str:

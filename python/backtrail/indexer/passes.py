@@ -52,9 +52,9 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
 from backtrail import _core
@@ -79,9 +79,11 @@ logger = logging.getLogger(__name__)
 
 
 Progress = Callable[[int, int, str], None]
-"""``progress(done, total, phase)``; ``phase`` is ``"text"``, ``"vectors"``,
-``"rebuild-text"`` or ``"rebuild-vectors"``. Counts are changes (or entities, while
-rebuilding); ``total`` is an estimate that may grow while writes arrive."""
+"""``progress(done, total, phase)``; ``phase`` is ``"extract"`` (captures whose main text
+is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded),
+``"rebuild-text"`` or ``"rebuild-vectors"`` (entities scanned). Each phase is reported
+once before its first batch and after every batch; ``total`` is an estimate that may
+grow while writes arrive."""
 
 
 class TextEmbedder(Protocol):
@@ -120,8 +122,18 @@ def _entities(
     return out
 
 
+@dataclass
+class _VectorStart:
+    """Where a run of vector turns started: the watermark, :attr:`Indexer.embedded`, and
+    how many passages were waiting for vectors (0 when not counted)."""
+
+    mark: Watermark
+    embedded: int
+    waiting: int = 0
+
+
 def _report(progress: Progress | None, done: int, total: int, phase: str) -> None:
-    if progress is not None:
+    if progress is not None and max(done, total) > 0:  # a phase with nothing to do is silent
         progress(max(0, done), max(0, total, done), phase)
 
 
@@ -155,6 +167,8 @@ class Indexer:
             raise
         self.commits = 0
         """Index commits made by this indexer (for diagnostics and tests)."""
+        self.embedded = 0
+        """Passages this indexer embedded (for progress, diagnostics and tests)."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -229,21 +243,39 @@ class Indexer:
         """The watermark of the latest index commit (``None`` for a fresh index)."""
         return Watermark.loads(self.index.watermark())
 
-    def lag(self, ledger_seq: int | None = None) -> IndexLag:
-        """The lag behind ``ledger_seq`` (default: the ledger's newest change)."""
+    def lag(
+        self,
+        ledger_seq: int | None = None,
+        *,
+        passages: bool = True,
+        index_stats: Mapping[str, Any] | None = None,
+    ) -> IndexLag:
+        """The lag behind ``ledger_seq`` (default: the ledger's newest change). Counting
+        the passages waiting for vectors reads every document's vector stamp (the core's
+        :meth:`~backtrail._core.Index.stats`; pass ``index_stats`` if just read); with
+        ``passages=False`` (searches, the indexer's own loop) ``vectors`` is ``None``."""
         seq = self._ledger.max_change_seq() if ledger_seq is None else ledger_seq
         mark = self.watermark()
+        captures = self._ledger.count_pending_captures()
+        waiting = self.passages_without_vectors(index_stats) if passages else None
         if mark is None:
-            return IndexLag(seq, 0, 0, seq, 0, True, True)
+            return IndexLag(seq, 0, 0, seq, waiting, True, True, captures)
         return IndexLag(
             ledger_seq=seq,
             text_seq=mark.text,
             vector_seq=mark.vectors,
             text=max(0, seq - mark.text),
-            vectors=max(0, mark.text - mark.vectors),
+            vectors=waiting,
             rebuilding_text=mark.text_scan is not None,
             rebuilding_vectors=mark.vector_scan is not None,
+            captures=captures,
+            vector_changes=max(0, mark.text - mark.vectors),
         )
+
+    def passages_without_vectors(self, index_stats: Mapping[str, Any] | None = None) -> int:
+        """Documents of the index that have no vector for their current text."""
+        stats = self.index.stats() if index_stats is None else index_stats
+        return max(0, int(stats["documents"] or 0) - int(stats["documents_with_vectors"] or 0))
 
     def _mark(self) -> Watermark:
         """The current watermark, or a rebuild from the current sequence for a fresh index."""
@@ -297,8 +329,12 @@ class Indexer:
         wait = self.config.index_lock_timeout if wait is None else wait
         if not self.run_text(wait=wait, progress=progress) or not vectors:
             return self.lag()
+        mark = self._mark()
+        waiting = self.passages_without_vectors() if progress is not None else 0
+        start = _VectorStart(mark, self.embedded, waiting)
+        if mark.vector_scan is None:  # before the model loads, so the phase shows at once
+            _report(progress, 0, waiting, "vectors")
         embedder = self._embedder()
-        start = self._mark()
         while embedder is not None and self._vector_turn(embedder, wait, progress, start):
             pass
         self.merge_vectors()
@@ -373,7 +409,7 @@ class Indexer:
 
     # -------------------------------------------------------- text phase
 
-    def _extract_pending(self) -> int:
+    def _extract_pending(self, progress: Progress | None = None) -> int:
         """Turns queued HTML captures into page versions (main text by trafilatura), so
         their text joins this pass. Only those queued when it starts: under a steady
         stream of captures the pass still ends and commits, and the captures that came
@@ -381,6 +417,7 @@ class Indexer:
         how many were processed."""
         done = 0
         budget = self._ledger.count_pending_captures()
+        _report(progress, 0, budget, "extract")
         while done < budget and (
             batch := self._ledger.pending_captures(min(_EXTRACT_BATCH, budget - done))
         ):
@@ -396,15 +433,17 @@ class Indexer:
                     logger.warning("dropping a queued capture that cannot be stored", exc_info=True)
                     self._ledger.drop_capture(raw.id)
                 done += 1
+                _report(progress, done, budget, "extract")
         return done
 
     def _text_pass(self, progress: Progress | None) -> None:
-        self._extract_pending()
+        self._extract_pending(progress)
         mark = self._mark()
         if mark.text_scan is not None:
             mark = self._text_scan(mark, progress)
         start = mark.text
         end = self._ledger.max_change_seq()
+        _report(progress, 0, end - start, "text")
         while True:
             self._checkpoint()
             changes = self._ledger.changes_since(mark.text, limit=self.config.text_batch_changes)
@@ -482,6 +521,7 @@ class Indexer:
 
     def _text_scan(self, mark: Watermark, progress: Progress | None) -> Watermark:
         done, total = self._reader.scan_progress(mark.text_scan)
+        _report(progress, done, total, "rebuild-text")
         while mark.text_scan is not None:
             self._checkpoint()
             entity_type, after = mark.text_scan
@@ -505,7 +545,7 @@ class Indexer:
         embedder: TextEmbedder,
         wait: float,
         progress: Progress | None,
-        start: Watermark,
+        start: _VectorStart,
         upto: int | None = None,
     ) -> bool:
         """Under the lock: text first, then one vector batch (of changes up to ``upto``
@@ -518,10 +558,13 @@ class Indexer:
             mark = self._mark()
         if progress is None:
             return more
-        if mark.vector_scan is not None or start.vector_scan is not None:
+        if mark.vector_scan is not None or start.mark.vector_scan is not None:
             _report(progress, *self._reader.scan_progress(mark.vector_scan), "rebuild-vectors")
         else:
-            _report(progress, mark.vectors - start.vectors, mark.text - start.vectors, "vectors")
+            done = self.embedded - start.embedded
+            if more and done >= start.waiting:  # more arrived meanwhile: count again
+                start.waiting = done + self.passages_without_vectors()
+            _report(progress, done, start.waiting if more else done, "vectors")
         return more
 
     def _vector_step(self, embedder: TextEmbedder, upto: int | None = None) -> bool:
@@ -604,6 +647,7 @@ class Indexer:
             with_vectors = [{**doc, "vector": v} for doc, v in zip(part, vectors, strict=True)]
             self.index.upsert(cast("list[_core.Document]", with_vectors))
             self._commit(final if start + size >= len(docs) else current)
+            self.embedded += len(part)
         if not docs:
             self._commit(final)
 
@@ -717,7 +761,7 @@ class Indexer:
                 self.purge(wait=0.0)
             embedder = self._background_embedder(upto)
             more = embedder is not None and self._vector_turn(
-                embedder, 0.0, None, self._mark(), upto
+                embedder, 0.0, None, _VectorStart(self._mark(), self.embedded), upto
             )
             self._merge_soon()
             if not more and self._settled(upto, embedder is None):
@@ -750,7 +794,7 @@ class Indexer:
     def _settled(self, upto: int | None, no_vector_work: bool) -> bool:
         if upto is not None:
             return self._own_work_done(upto)
-        lag = self.lag()
+        lag = self.lag(passages=False)
         if not lag.text_caught_up:
             return False
         return no_vector_work or lag.vectors_caught_up

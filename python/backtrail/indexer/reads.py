@@ -9,7 +9,7 @@ rebuild) does not replay the change feed, which may have been pruned: it records
 current sequence ``M`` as ``T`` and ``V`` and *scans* every entity in id order, keeping
 its position (``["page", 1234]``) in ``text_scan`` / ``vector_scan`` until the scan
 ends, so a killed rebuild resumes where it stopped. :class:`IndexLag` is the distance
-between the ledger and the watermark.
+between the ledger and the index: changes, captures and passages still to do.
 """
 
 from __future__ import annotations
@@ -165,17 +165,26 @@ def next_scan(entity_type: str) -> tuple[str, int] | None:
 
 @dataclass(frozen=True)
 class IndexLag:
-    """How far the index is behind the ledger. ``text`` counts changes not yet
-    searchable, ``vectors`` changes searchable as text but not yet embedded (both are
-    sequence-number distances, so pruned or merged changes may make them overcount)."""
+    """How far the index is behind the ledger.
+
+    ``text`` counts changes not yet searchable (a sequence-number distance, so pruned or
+    merged changes may make it overcount) and ``captures`` the captured pages waiting for
+    main-text extraction (their text is not searchable yet either). ``vectors`` counts
+    the passages waiting for vectors: documents of the index (a page's passages, the one
+    document of a title-only page, highlight, note, bookmark or fact) without a vector
+    for their current text; ``None`` where it was not counted (a search's lag: counting
+    reads every document). ``vector_changes`` is how the indexer tracks its own vector
+    pass: the changes searchable as text that it has not yet embedded."""
 
     ledger_seq: int
     text_seq: int
     vector_seq: int
     text: int
-    vectors: int
+    vectors: int | None
     rebuilding_text: bool
     rebuilding_vectors: bool
+    captures: int = 0
+    vector_changes: int = 0
 
     @property
     def text_caught_up(self) -> bool:
@@ -183,4 +192,5 @@ class IndexLag:
 
     @property
     def vectors_caught_up(self) -> bool:
-        return self.text_caught_up and self.vectors == 0 and not self.rebuilding_vectors
+        """The vector pass has reached the text watermark (the indexer's own measure)."""
+        return self.text_caught_up and self.vector_changes == 0 and not self.rebuilding_vectors

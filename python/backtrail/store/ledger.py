@@ -126,8 +126,8 @@ class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, Forget
     # ------------------------------------------------------------------- stats
 
     def stats(self) -> Stats:
-        """Row counts per table (``facts`` counts live facts), last capture and visit
-        times, and the file sizes."""
+        """Row counts per table (``facts`` counts live facts), last capture (queued
+        captures included) and visit times, and the file sizes."""
         with self._read() as conn:
             counts = {
                 table: conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
@@ -136,7 +136,11 @@ class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, Forget
             counts["facts"] = conn.execute(
                 "SELECT COUNT(*) FROM facts WHERE deleted_at IS NULL"
             ).fetchone()[0]
-            last_capture = conn.execute("SELECT MAX(last_captured_at) FROM pages").fetchone()[0]
+            # Queued captures count too: acknowledged, but not yet extracted into a version.
+            last_capture = conn.execute(
+                "SELECT MAX(at) FROM (SELECT MAX(last_captured_at) AS at FROM pages "
+                "UNION ALL SELECT MAX(captured_at) FROM raw_captures)"
+            ).fetchone()[0]
             last_visit = conn.execute("SELECT MAX(visited_at) FROM visits").fetchone()[0]
             page_count = conn.execute("PRAGMA page_count").fetchone()[0]
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
