@@ -437,15 +437,17 @@ def _result(hit: Mapping[str, Any], kind: str, item: Any, budget: int) -> Search
             id=item.id, title=item.key, url=None, domain=None, origin="assistant",
             source=f"fact written by {item.client} at {when(item.updated_at)}",
             first_seen=item.created_at, last_seen=item.updated_at,
-            captured_at=item.updated_at, visit_count=None, **common,
+            captured_at=item.updated_at, visit_count=None, author=item.client, **common,
         )  # fmt: skip
     if isinstance(item, Note):
         about = f" about {item.url}" if item.url else ""
+        writer = item.author or "the user"
         return SearchResult(
-            id=item.id, title=None, url=item.url, domain=item.domain, origin="user",
-            source=f"note written by the user{about} at {when(item.updated_at)}",
+            id=item.id, title=None, url=item.url, domain=item.domain,
+            origin="assistant" if item.author else "user",
+            source=f"note written by {writer}{about} at {when(item.updated_at)}",
             first_seen=item.created_at, last_seen=item.updated_at,
-            captured_at=item.created_at, visit_count=None, **common,
+            captured_at=item.created_at, visit_count=None, author=item.author, **common,
         )  # fmt: skip
     title = item.title if isinstance(item, Bookmark) else None
     return SearchResult(
