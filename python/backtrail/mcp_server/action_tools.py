@@ -219,8 +219,8 @@ async def save_bookmark(
     folder: Annotated[str | None, Text("A folder name or path ('Bookmarks bar/Research'); "
                                        "missing folders are created.", 500)] = None,  # fmt: skip
 ) -> Reply[BookmarkOutput]:
-    """Create a real bookmark in the user's browser (nothing new if the page is already
-    bookmarked in that folder); the browser does it only if the user allowed it."""
+    """Create a bookmark in the user's browser (nothing new if already there), if the
+    user allowed it."""
     existing = await call.blocking(_existing_bookmark, call, url, folder)
     if existing is not None:
         return Reply(f"Already bookmarked (bookmark {existing.id}, folder "
@@ -246,9 +246,8 @@ async def organize_tabs(
         description="Tab ids to close (off unless the user allowed it; only when asked).")]
     = None,
 ) -> Reply[TabsActionOutput]:
-    """Group the user's open tabs into named, coloured groups, and/or close tabs, in
-    their browser, as far as the user allowed each in the extension's options. Tabs
-    closed meanwhile are skipped."""
+    """Group the user's open tabs into named, coloured groups and/or close tabs, as far as
+    the user allowed each in the extension's options."""
     if not groups and not close:
         raise InvalidInput("groups", "give groups, close, or both")
     actions = call.memory.actions

@@ -8,18 +8,20 @@ from typing import Annotated
 
 from pydantic import Field
 
-__all__ = ["When", "Cursor", "Url", "Domain", "Text", "count", "Flag", "Doc", "Id"]
+__all__ = ["When", "Until", "Cursor", "Url", "Domain", "Text", "count", "Flag", "Doc", "Id"]
 
 When = Annotated[
     str | None,
     Field(max_length=40, strict=True, description="ISO time, '7d' (ago), 'today'..."),
 ]
 Cursor = Annotated[
-    str | None, Field(max_length=512, description="A previous answer's next_cursor.")
+    str | None, Field(max_length=512, description="An answer's next_cursor.")
 ]
-Url = Annotated[str | None, Field(max_length=2048, description="A page's URL.")]
+Url = Annotated[str | None, Field(max_length=2048)]
+Until = Annotated[str | None, Field(max_length=40, strict=True)]
+"""The end of a time range (the same forms as :data:`When`)."""
 Domain = Annotated[str, Field(max_length=253)]
-Id = Annotated[int, Field(strict=True, ge=1)]
+Id = Annotated[int, Field(strict=True, ge=1, le=10**15)]
 
 
 def Text(description: str, max_length: int = 1_000, min_length: int = 1) -> object:  # noqa: N802
@@ -29,8 +31,8 @@ def Text(description: str, max_length: int = 1_000, min_length: int = 1) -> obje
 
 
 def count(description: str, high: int, low: int = 1) -> object:
-    """An integer parameter from ``low`` to ``high``."""
-    return Field(description=description, ge=low, le=high, strict=True)
+    """An integer parameter from ``low`` to ``high`` (``description`` may be empty)."""
+    return Field(description=description or None, ge=low, le=high, strict=True)
 
 
 def Flag(description: str) -> object:  # noqa: N802

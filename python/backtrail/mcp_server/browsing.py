@@ -13,7 +13,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel
 
 from backtrail.errors import InvalidInput, NotFound, PageNotFound
-from backtrail.mcp_server.arguments import Cursor, Doc, Domain, Flag, Id, Text, Url, When, count
+from backtrail.mcp_server.arguments import (
+    Cursor,
+    Doc,
+    Domain,
+    Flag,
+    Id,
+    Text,
+    Until,
+    Url,
+    When,
+    count,
+)
 from backtrail.mcp_server.formatting import (
     iso,
     next_cursor,
@@ -164,19 +175,19 @@ async def search_browsing(
     vague: Annotated[bool, Flag("A half-remembered description: recency and visit counts "
                                 "weigh more.")] = False,  # fmt: skip
     similar_to: Annotated[Id | None, Doc("A page id: pages similar to it (no query).")] = None,
-    limit: Annotated[int, count("Results per answer.", MAX_SEARCH_RESULTS)] = SEARCH_LIMIT,
+    limit: Annotated[int, count("", MAX_SEARCH_RESULTS)] = SEARCH_LIMIT,
     since: When = None,
-    until: When = None,
+    until: Until = None,
     domains: Annotated[
         list[Domain] | None, Doc("Only these sites (and subdomains).")
     ] = None,
-    kinds: Annotated[list[SearchKind] | None, Doc("Only these kinds.")] = None,
+    kinds: list[SearchKind] | None = None,
     cursor: Cursor = None,
     explain: Annotated[bool, Flag("Add ranking signals.")] = False,
 ) -> Reply[SearchOutput]:
     """Search what the user read in their browser (pages, highlights, notes, bookmarks;
-    facts if asked) by meaning and words, best first. Use it whenever the user refers to
-    something they read or saved; get_page reads a result."""
+    facts if asked) by meaning and words, best first, whenever the user refers to
+    something they read or saved."""
     if _one_of("query", query=query, similar_to=similar_to) == "similar_to":
         return await _similar(call, similar_to or 0, limit)
     memory = call.memory
@@ -261,7 +272,7 @@ async def get_timeline(
     call: Call,
     *,
     since: When = None,
-    until: When = None,
+    until: Until = None,
     domain: Annotated[Domain | None, Doc("Only this site (and subdomains).")] = None,
     sessions: Annotated[bool, Flag("Group into research sessions (related pages read "
                                    "together).")] = False,  # fmt: skip
@@ -319,11 +330,11 @@ async def get_timeline(
 async def get_saved(
     call: Call,
     *,
-    kind: Annotated[Literal["bookmark", "highlight", "note"], Doc("What to list.")],
+    kind: Literal["bookmark", "highlight", "note"],
     query: Annotated[str | None, Text("Words to look for (omit for the newest).")] = None,
     folder: Annotated[str | None, Text("Bookmarks: folder path contains this.", 500)] = None,
     url: Url = None,
-    limit: Annotated[int, count("How many.", 200)] = 20,
+    limit: Annotated[int, count("", 200)] = 20,
 ) -> Reply[SavedOutput]:
     """The user's bookmarks (by folder), highlights or notes (by page url), by words or
     newest first."""
@@ -386,8 +397,8 @@ async def save_note(
     content: Annotated[str, Text("The note, as the user wants it kept.", 100_000)],
     url: Url = None,
 ) -> Reply[NoteOutput]:
-    """Save a note in the user's memory, optionally about a page; it is labelled as
-    written by you. Save only what the user asked to keep."""
+    """Save a note (optionally about a page), labelled as written by you. Only what the
+    user asked to keep."""
     note = await call.attributed(call.memory.add_note, content, url=url,
                                  author=call.caller.client)  # fmt: skip
     about = f" about {note.url}" if note.url else ""
@@ -402,7 +413,7 @@ async def forget(
     url: Url = None,
     domain: Annotated[Domain | None, Doc("Everything from this site (and subdomains).")] = None,
     since: When = None,
-    until: When = None,
+    until: Until = None,
     confirm: Annotated[bool, Flag("false: only preview. true: remove permanently.")] = False,
 ) -> Reply[ForgetOutput]:
     """Permanently remove browsing data: a page (url), a site (domain) or a time range

@@ -170,7 +170,7 @@ async def memory_list(
     *,
     prefix: Annotated[str, Text("Keys starting with this (exact); empty for all.", 256, 0)] = "",
     case_insensitive: Annotated[bool, Flag("Match the prefix ignoring case.")] = False,
-    limit: Annotated[int, count("Facts per answer.", MAX_LIST)] = 200,
+    limit: Annotated[int, count("", MAX_LIST)] = 200,
     cursor: Cursor = None,
 ) -> Reply[FactsOutput]:
     """List shared facts whose key starts with a prefix, in key order."""
@@ -221,7 +221,7 @@ async def memory_search(
     call: Call,
     *,
     query: Annotated[str, Text("What the fact is about, in any words.")],
-    top_k: Annotated[int, count("How many facts.", MAX_TOP_K)] = 3,
+    top_k: Annotated[int, count("", MAX_TOP_K)] = 3,
 ) -> Reply[FactSearchOutput]:
     """Find the shared facts nearest in meaning to the query, best first (needs the
     embedding model)."""

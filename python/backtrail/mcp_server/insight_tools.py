@@ -134,11 +134,10 @@ async def get_open_tabs(
     *,
     advise: Annotated[bool, Flag("Suggest keep, read later or close for each tab, with "
                                  "reasons (it closes nothing).")] = False,  # fmt: skip
-    limit: Annotated[int, count("Tabs per answer.", insights.MAX_TABS_PER_PAGE)] = 100,
+    limit: Annotated[int, count("", insights.MAX_TABS_PER_PAGE)] = 100,
     cursor: Cursor = None,
 ) -> Reply[TabsOutput]:
-    """The tabs open in the user's browser now (as the extension last reported): window,
-    active or pinned, last used."""
+    """The tabs open in the user's browser now: window, active or pinned, last used."""
     memory, start = call.memory, parse_cursor(cursor)
     if advise:
         advice = await call.blocking(insights.tab_cleanup, memory, limit=limit, offset=start)
@@ -188,9 +187,9 @@ async def summarize_reading(
     max_tabs: Annotated[int, count("open_tabs: most tabs to read.",
                                    insights.MAX_SUMMARY_TABS)] = 30,  # fmt: skip
 ) -> Reply[SummaryOutput]:
-    """A linked summary of what the user read: about a topic, in one week (with its
-    counts, sites, sessions, highlights, notes), or in the open tabs. Written by your
-    model if sampling is allowed, else Anthropic, Ollama, or extracted."""
+    """A linked summary of what the user read: about a topic, in one week (with counts,
+    sites, sessions, highlights, notes), or in the open tabs. By your model (sampling),
+    else Anthropic, Ollama, or extracted."""
     chosen = [n for n, v in (("topic", topic), ("week", week), ("open_tabs", open_tabs)) if v]
     if len(chosen) != 1:
         raise InvalidInput("topic", "give exactly one of topic, week or open_tabs")
