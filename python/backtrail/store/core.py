@@ -109,7 +109,10 @@ class LedgerCore:
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
                 # Before anything writes the header: a new file gets incremental
                 # auto-vacuum (so forget() can shrink it); an old one on its next VACUUM.
-                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                # Only when it is not set yet: setting it takes the write lock, and
+                # opening must not wait for (or fail on) another process's writes.
+                if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(f"could not switch the ledger to WAL mode (got {mode!r})")
