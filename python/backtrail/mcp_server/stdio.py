@@ -113,6 +113,8 @@ def check_line(raw: bytes) -> SessionMessage:
     ident = _ident(value)
     if not isinstance(value, dict):
         raise Refusal(INVALID_REQUEST, "Invalid Request: a message is one JSON object")
+    if "id" in value and ident is None and value["id"] is not None:
+        raise Refusal(INVALID_REQUEST, "Invalid Request: an id is a string or an integer")
     if _has_surrogate(value):
         raise Refusal(
             INVALID_PARAMS,
