@@ -70,7 +70,7 @@ def iso(ts: int | None) -> str:
     """``2024-05-01T14:30:00Z`` (or ``unknown``)."""
     if ts is None:
         return "unknown"
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def parse_cursor(cursor: str | None, field: str = "cursor") -> int:
