@@ -96,6 +96,7 @@ class Saved(BaseModel):
     id: int
     url: str | None = None
     folder: str | None = None
+    browser_id: str | None = None
     created_at: int
     author: str | None = None
 
@@ -352,7 +353,8 @@ async def get_saved(
         if lines:
             parts.append(web_block("\n".join(lines), source="browser", kind="bookmark titles"))
         items = [Saved(kind="bookmark", id=b.id, url=b.url, folder=b.folder,
-                       created_at=b.created_at) for b in found]  # fmt: skip
+                       browser_id=b.browser_id, created_at=b.created_at)
+                 for b in found]  # fmt: skip
     elif kind == "highlight":
         marks = await call.blocking(insights.find_highlights, memory, query, url, limit=limit)
         for h in marks:
