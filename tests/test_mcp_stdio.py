@@ -448,6 +448,9 @@ async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) ->
             "memory_search", {"query": "appearance preference for screens", "top_k": 2}
         )
         assert text(facts).index("user/theme") < text(facts).index("pet/name")
+        assert len(facts.structured_content["results"]) == 2  # top_k, nearest first
+        one = await client.call_tool("memory_search", {"query": "cats", "top_k": 1})
+        assert [h["fact"]["key"] for h in one.structured_content["results"]] == ["pet/name"]
         stats = await client.call_tool("get_status", {})
         assert stats.structured_content["model"] == "ready"
 

@@ -25,6 +25,8 @@ MAX_SEARCH_RESULTS = 25
 SEARCH_LIMIT = 10
 RESULT_CHARS = 450
 """Characters of text per result (snippet and further passages); get_page reads more."""
+TITLE_CHARS = 200
+"""A result's title is cut to this (get_page shows it whole)."""
 SearchKind = Literal["page", "highlight", "note", "bookmark", "fact"]
 SEARCH_KINDS: tuple[str, ...] = get_args(SearchKind)
 
@@ -58,8 +60,11 @@ def _block(result: SearchResult) -> str:
     if result.kind == "note":
         return note_block(body, about=result.url, written_at=result.last_seen,
                           author=result.author)  # fmt: skip
+    title = result.title if not result.title or len(result.title) <= TITLE_CHARS else (
+        result.title[: TITLE_CHARS - 1] + "…"
+    )
     return web_block(body, source=result.url, kind=result.kind, captured_at=result.captured_at,
-                     title=result.title)  # fmt: skip
+                     title=title)  # fmt: skip
 
 
 def render_results(heading: str, page: SearchPage) -> str:
