@@ -21,6 +21,7 @@ import httpx2
 
 from helpers import wait_for
 from mcp_support import BACKTRAIL, INITIALIZE, http_server, seed, server_env
+from test_mcp_operations import write_locked
 
 TOKEN = "test-token-0123456789"
 JSON_ONLY = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -145,22 +146,6 @@ def test_ctrl_c_ends_a_serving_stdio_server_with_status_130(tmp_path: Path) -> N
 
 
 # ------------------------------------------------------- locks and two processes
-
-
-def write_locked(home: Path) -> bool:
-    import sqlite3
-
-    from backtrail.store import LEDGER_FILENAME
-
-    probe = sqlite3.connect(home / LEDGER_FILENAME, timeout=0, isolation_level=None)
-    try:
-        probe.execute("BEGIN IMMEDIATE")
-        probe.execute("ROLLBACK")
-        return False
-    except sqlite3.OperationalError:
-        return True
-    finally:
-        probe.close()
 
 
 def test_with_a_held_lock_and_no_busy_timeout_a_new_server_starts_reads_and_refuses_writes(
