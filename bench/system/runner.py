@@ -449,7 +449,7 @@ class SystemBench:
         return out
 
     async def capture_latency(self, host: Host, client: mc.Client, count: int) -> dict[str, Any]:
-        """Frame sent until search_memory returns the page, one typical page at a time on
+        """Frame sent until search_browsing returns the page, one typical page at a time on
         an otherwise idle system (each sample waits for the previous page's vectors)."""
         samples, acks, timeouts = [], [], 0
         chosen = typical_pages(count, self.now_ms)
@@ -583,8 +583,8 @@ class SystemBench:
             for q in qs:
                 call = await client.search(q["query"], limit=10)
                 mcp_run[q["qid"]] = self._ids(mc.result_urls(call))
-            service_ms["hybrid + decay via MCP search_memory"] = _ms(client.calls[1:])
-            runs["hybrid + decay (MCP search_memory)"] = mcp_run
+            service_ms["hybrid + decay via MCP search_browsing"] = _ms(client.calls[1:])
+            runs["hybrid + decay (MCP search_browsing)"] = mcp_run
         finally:
             await client.close()
         base: dict[str, dict[str, list[int]]] = {"FTS5 bm25()": {}, "numpy cosine": {},
