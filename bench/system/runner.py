@@ -843,6 +843,7 @@ class SystemBench:
             self.phase(f"build {size}")
             if a.reuse_store and (self.home / "ledger.sqlite3").exists():
                 build, self.built = {"reused": True}, size
+                self.stream = _unseen(self.stream, self.home / "ledger.sqlite3")
             else:
                 build = self.build_to(size)
             tier: dict[str, Any] = {"build": build}
@@ -928,6 +929,17 @@ def product_version() -> dict[str, Any]:
 def disk_breakdown(home: Path) -> dict[str, int]:
     """Bytes per top-level entry of a data directory (ledger, its WAL, the index...)."""
     return {entry.name: common.dir_size(entry) for entry in sorted(home.iterdir())}
+
+
+def _unseen(pages: Iterator[Page], ledger: Path) -> Iterator[Page]:
+    """``pages`` without those an earlier run already captured (a reused store), so what
+    is ingested while queries run is new to the host."""
+    conn = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+    try:
+        known = {row[0] for row in conn.execute("SELECT url FROM pages")}
+    finally:
+        conn.close()
+    return (page for page in pages if page.url not in known)
 
 
 def _ledger_seq(path: Path) -> int:
