@@ -886,9 +886,17 @@ class McpSession:
             raise AssertionError(f"{tool}({arguments}) failed: {text}")
         return result.structured_content
 
+    def text(self, tool: str, **arguments: Any) -> str:
+        """A tool's text (where web text and titles are); fails on a tool error."""
+        result = self.call(tool, **arguments)
+        joined = "\n".join(getattr(block, "text", "") for block in result.content)
+        if result.is_error:
+            raise AssertionError(f"{tool}({arguments}) failed: {joined}")
+        return joined
+
     def search(self, query: str, **arguments: Any) -> list[dict[str, Any]]:
-        """``search_memory`` results."""
-        return self.data("search_memory", query=query, **arguments)["results"]
+        """``search_browsing`` results."""
+        return self.data("search_browsing", query=query, **arguments)["results"]
 
     def wait_search(
         self, query: str, predicate: Callable[[list[dict[str, Any]]], Any] = bool,
@@ -902,7 +910,7 @@ class McpSession:
             found[:] = [results]
             return bool(predicate(results))
 
-        wait_for(check, timeout, f"search_memory({query!r}) to match", interval=0.1)
+        wait_for(check, timeout, f"search_browsing({query!r}) to match", interval=0.1)
         return found[0]
 
 

@@ -1,6 +1,11 @@
 """Startup and tool latencies of ``backtrail mcp`` over stdio (not a test: run it).
 
     cd tests && ../.venv/bin/python mcp_timing.py [rounds]
+    cd tests && ../.venv/bin/python mcp_timing.py spawn [rounds]
+
+``spawn`` measures only spawn-to-initialized: the server process's own CPU time (user +
+system, from ``/proc/<pid>/stat``) until it has answered ``initialize``, and the wall
+time, with the load average at the start (the CPU time hardly depends on the load).
 
 Speaks raw JSON-RPC over pipes, so the numbers are the server's, not a client library's.
 Reports spawn-to-initialized (``backtrail mcp`` and ``python -m``), the time until
@@ -11,6 +16,7 @@ and the first search with the embedding model loaded on first use and preloaded.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -91,22 +97,23 @@ def main(rounds: int) -> None:
     session.initialize()
     session.request("tools/list")
     calls = {
-        "search_memory": {"query": "checkpoints log"},
-        "find_forgotten_content": {"description": "bread with wild yeast"},
+        "search_browsing": {"query": "checkpoints log"},
+        "search_browsing vague": {"query": "bread with wild yeast", "vague": True},
         "get_page": {"id": seeded.wal_page},
         "get_timeline": {},
         "memory_set": {"key": "timing/k", "value": "v"},
         "memory_get": {"key": "timing/k"},
         "memory_search": {"query": "timing"},
-        "get_research_sessions": {},
-        "summarize_research_topic": {"topic": "write-ahead logging"},
-        "suggest_tab_cleanup": {},
-        "memory_stats": {},
+        "get_timeline sessions": {"sessions": True},
+        "summarize_reading": {"topic": "write-ahead logging"},
+        "get_open_tabs advise": {"advise": True},
+        "get_status": {},
     }
-    for name, arguments in calls.items():
+    for label, arguments in calls.items():
+        name = label.split(" ")[0]
         out(
             _line(
-                f"tool {name} (lean)",
+                f"tool {label} (lean)",
                 [session.call(name, **arguments)[0] for _ in range(rounds * 3)],
             )
             + "\n"
@@ -123,10 +130,10 @@ def main(rounds: int) -> None:
         session.request("tools/list")
         if extra:
             deadline = time.monotonic() + 120
-            while "ready" not in json.dumps(session.call("memory_stats")[1]):
+            while "ready" not in json.dumps(session.call("get_status")[1]):
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
-        first, answer = session.call("search_memory", query="fermented dough leavening")
+        first, answer = session.call("search_browsing", query="fermented dough leavening")
         mode = answer["result"]["structuredContent"]["mode"]
         if label == "lazy model":
             firsts.append(first)
@@ -138,11 +145,40 @@ def main(rounds: int) -> None:
         out(
             _line(
                 "  later searches",
-                [session.call("search_memory", query="wal")[0] for _ in range(rounds * 3)],
+                [session.call("search_browsing", query="wal")[0] for _ in range(rounds * 3)],
             )
             + "\n"
         )
         session.close()
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def spawn(rounds: int) -> None:
+    """Spawn-to-initialized of ``backtrail mcp``: CPU of the server and wall time."""
+    home = Path(tempfile.mkdtemp(prefix="backtrail-spawn-"))
+    seed(home)
+    load = os.getloadavg()
+    cpu, wall = [], []
+    for _ in range(rounds):
+        session = Session([BACKTRAIL, "mcp"], server_env(home))
+        wall.append(session.initialize())
+        cpu.append(cpu_seconds(session.process.pid))
+        session.close()
+    ms = lambda v: statistics.median(v) * 1000  # noqa: E731
+    sys.stdout.write(
+        f"spawn-to-initialized over {rounds} spawns: server CPU median {ms(cpu):.0f} ms "
+        f"(min {min(cpu) * 1000:.0f}, max {max(cpu) * 1000:.0f}), wall median {ms(wall):.0f} ms "
+        f"(min {min(wall) * 1000:.0f}, max {max(wall) * 1000:.0f}); load average at start "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores\n"
+    )
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    if len(sys.argv) > 1 and sys.argv[1] == "spawn":
+        spawn(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)

@@ -54,7 +54,7 @@ class Rig:
     def open_tabs(self) -> dict[int, str | None]:
         """The memory's open tabs: tab id → URL (as the extension reported them)."""
         tabs = self.mcp.data("get_open_tabs", limit=200)["tabs"]
-        return {t["tab_id"]: t["url"] for t in tabs}
+        return {t["tab_id"]: t.get("url") for t in tabs}
 
     def trail(self, action_id: str) -> list[tuple[str, str]]:
         rows = ledger_rows(
@@ -106,7 +106,7 @@ def tool_error(rig: Rig, tool: str, **arguments: Any) -> str:
 def test_a_grouping_proposed_through_mcp_becomes_a_real_tab_group(rig: Rig) -> None:
     _, first, _ = rig.open("/group/a", "Tide tables", "Tide tables list high and low water.")
     _, second, _ = rig.open("/group/b", "Tidal range", "The tidal range is largest at springs.")
-    data = rig.mcp.data("apply_tab_grouping", groups=[
+    data = rig.mcp.data("organize_tabs", groups=[
         {"tab_ids": [first, second], "name": "Tides", "color": "cyan"},
     ])  # fmt: skip
     (action,) = data["actions"]
@@ -125,7 +125,7 @@ def test_a_grouping_proposed_through_mcp_becomes_a_real_tab_group(rig: Rig) -> N
 def test_a_disabled_action_is_refused_and_recorded_until_the_user_allows_it(rig: Rig) -> None:
     _, tab, _ = rig.open("/close/a", "Bilge pumps", "A bilge pump keeps the hull dry.")
     assert rig.worker.state()["settings"]["actions"]["close_tabs"] is False  # the default
-    message = tool_error(rig, "close_tabs", tab_ids=[tab])
+    message = tool_error(rig, "organize_tabs", close=[tab])
     assert "refused close_tabs" in message
     assert 'the user has not allowed "close_tabs"' in message
     assert tab in [t["id"] for t in rig.worker.tabs()]  # still open
@@ -135,7 +135,7 @@ def test_a_disabled_action_is_refused_and_recorded_until_the_user_allows_it(rig:
 
     rig.worker.hook("setSettings", {"actions": {"close_tabs": True}})  # the options page
     try:
-        done = rig.mcp.data("close_tabs", tab_ids=[tab])["action"]
+        (done,) = rig.mcp.data("organize_tabs", close=[tab])["actions"]
         assert (done["status"], done["result"]) == ("done", {"closed": 1})
         wait_for(lambda: tab not in [t["id"] for t in rig.worker.tabs()], 10, "the tab to close")
     finally:
@@ -146,7 +146,7 @@ def test_an_action_on_tabs_that_no_longer_exist_fails_cleanly(rig: Rig) -> None:
     _, tab, page = rig.open("/stale/a", "Anchor chains", "Anchor chain is measured in shackles.")
     page.close()
     wait_for(lambda: tab not in [t["id"] for t in rig.worker.tabs()], 10, "the tab to close")
-    message = tool_error(rig, "apply_tab_grouping", groups=[{"tab_ids": [tab], "name": "Old"}])
+    message = tool_error(rig, "organize_tabs", groups=[{"tab_ids": [tab], "name": "Old"}])
     assert "could not do group_tabs" in message and "none of these tabs exist" in message
     action_id = message.split("(action ")[1].split(")")[0]
     assert rig.status(action_id) == "failed"
@@ -154,14 +154,15 @@ def test_an_action_on_tabs_that_no_longer_exist_fails_cleanly(rig: Rig) -> None:
     assert rig.worker.evaluate("chrome.tabGroups.query({title: 'Old'})") == []
 
 
-def test_capture_current_page_captures_the_tab_now_and_returns_its_text(rig: Rig) -> None:
+def test_capture_page_captures_the_tab_now_and_returns_its_text(rig: Rig) -> None:
     words = "A sextant measures the angle between a celestial body and the horizon."
     url, tab, _ = rig.open("/capture/sextant", "Using a sextant", words)
     assert rig.mcp.call("get_page", url=url).is_error  # not captured on its own
-    data = rig.mcp.data("capture_current_page", tab_id=tab, max_chars=5_000)
-    assert data["action"]["status"] == "done"
-    assert (data["page"]["url"], data["page"]["title"]) == (url, "Using a sextant")
-    assert words in data["page"]["text"]
+    result = rig.mcp.call("capture_page", tab_id=tab, max_chars=5_000)
+    data = result.structured_content
+    assert data["action"]["status"] == "done" and data["page"]["url"] == url
+    shown = "\n".join(block.text for block in result.content)
+    assert "title: Using a sextant" in shown and words in shown
     found = rig.mcp.wait_search("sextant celestial horizon", lambda r: r, timeout=10)
     assert found[0]["url"] == url
 
@@ -176,7 +177,7 @@ def test_save_bookmark_creates_a_real_bookmark_in_the_named_folder(rig: Rig) -> 
     assert parent["title"] == "Knots"
     folder = data["action"]["result"]["folder"]
     assert folder.endswith("/Seamanship/Knots")
-    (stored,) = rig.mcp.data("get_bookmarks", folder="Seamanship")["bookmarks"]
+    (stored,) = rig.mcp.data("get_saved", kind="bookmark", folder="Seamanship")["items"]
     assert (stored["url"], stored["folder"], stored["browser_id"]) == (url, folder, node["id"])
     again = rig.mcp.data("save_bookmark", url=url, folder="knots")
     assert again["already_bookmarked"] is True

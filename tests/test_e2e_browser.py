@@ -134,11 +134,11 @@ def test_a_read_page_is_searchable_through_mcp_within_5_seconds(rig: Rig) -> Non
 
     (hit,) = _found(url)(results)
     assert hit["kind"] == "page"
-    assert hit["title"] == "Building a brass orrery"
-    assert "orrery" in hit["snippet"].lower()
+    shown = rig.mcp.text("search_browsing", query="orrery gearing ratios")
+    assert "title: Building a brass orrery" in shown and "orrery" in shown.lower()
     assert elapsed < 5
-    page = rig.mcp.data("get_page", url=url)["page"]
-    assert "Brass gear trains turn each planet" in page["text"]
+    page = rig.mcp.data("get_page", url=url)
+    assert "Brass gear trains turn each planet" in rig.mcp.text("get_page", url=url)
     assert page["visit_count"] >= 1
     tab.close()
 
@@ -166,8 +166,9 @@ def test_an_spa_navigation_is_recorded_as_a_visit_of_its_own(rig: Rig) -> None:
     assert tab.url() == route  # same document: no navigation, only pushState
 
     # The route's own content is captured under the route's URL.
-    results = rig.mcp.wait_search("fresnel prism rings", _found(route), timeout=5)
-    assert _found(route)(results)[0]["title"] == "Lighthouse lenses"
+    rig.mcp.wait_search("fresnel prism rings", _found(route), timeout=5)
+    assert "title: Lighthouse lenses" in rig.mcp.text("search_browsing",
+                                                       query="fresnel prism rings")
     tab.close()  # ends the route's visit
     rig.worker.flush()
 
@@ -191,7 +192,7 @@ BEES = [
 ]
 
 
-def test_a_context_menu_highlight_reaches_get_highlights(rig: Rig) -> None:
+def test_a_context_menu_highlight_reaches_get_saved(rig: Rig) -> None:
     url = rig.pages.article("/notes/bees", "How bees dance", BEES)
     tab = rig.browser.open_tab(url)
     tab.select_text("#p1", "angle of the waggle run")
@@ -201,12 +202,14 @@ def test_a_context_menu_highlight_reaches_get_highlights(rig: Rig) -> None:
     assert saved["dedupe_key"].startswith("highlight:")
 
     highlights = wait_for(
-        lambda: rig.mcp.data("get_highlights", url=url)["highlights"], 5, "the highlight"
+        lambda: rig.mcp.data("get_saved", kind="highlight", url=url)["items"], 5, "the highlight"
     )
-    assert [(h["text"], h["url"], h["note"]) for h in highlights] == [
-        ("angle of the waggle run", url, None)
-    ]
-    assert highlights[0]["context"] == BEES[1]  # the selection's block, read from the page
+    assert [h["url"] for h in highlights] == [url]
+    shown = rig.mcp.text("get_saved", kind="highlight", url=url)
+    assert "angle of the waggle run" in shown and "<user_note" not in shown  # no note on it
+    (row,) = ledger_rows(rig.profile.data_dir, "SELECT context FROM highlights WHERE url = ?",
+                         [url])  # fmt: skip
+    assert row["context"] == BEES[1]  # the selection's block, read from the page
     found = rig.mcp.wait_search("waggle run", timeout=5, kinds=["highlight"])
     assert [(r["kind"], r["url"]) for r in found] == [("highlight", url)]
     tab.close()
@@ -228,11 +231,12 @@ def test_a_note_written_in_the_popup_is_kept_with_the_page_in_front(rig: Rig) ->
 
     results = rig.mcp.wait_search("severn bore harbour master", timeout=5, kinds=["note"])
     assert [(r["kind"], r["url"]) for r in results] == [("note", url)]
-    assert "Severn bore" in results[0]["snippet"].replace("**", "")
+    shown = rig.mcp.text("search_browsing", query="severn bore harbour master", kinds=["note"])
+    assert "Severn bore" in shown.replace("**", "") and "<user_note" in shown
     tab.close()
 
 
-def test_a_bookmark_made_in_the_browser_reaches_get_bookmarks(rig: Rig) -> None:
+def test_a_bookmark_made_in_the_browser_reaches_get_saved(rig: Rig) -> None:
     url = rig.pages.url("/reading/kites")
     folder = rig.worker.evaluate("chrome.bookmarks.create({parentId: '1', title: 'Windy reading'})")
     made = rig.worker.call(
@@ -241,11 +245,11 @@ def test_a_bookmark_made_in_the_browser_reaches_get_bookmarks(rig: Rig) -> None:
     )  # fmt: skip
 
     def bookmarked() -> list[dict]:
-        found = rig.mcp.data("get_bookmarks", query="kite")["bookmarks"]
+        found = rig.mcp.data("get_saved", kind="bookmark", query="kite")["items"]
         return [b for b in found if b["url"] == url]
 
-    (bookmark,) = wait_for(bookmarked, 5, "the bookmark in get_bookmarks")
-    assert bookmark["title"] == "Kite aerodynamics"
+    (bookmark,) = wait_for(bookmarked, 5, "the bookmark in get_saved")
+    assert "Kite aerodynamics" in rig.mcp.text("get_saved", kind="bookmark", query="kite")
     assert bookmark["folder"] == "Bookmarks bar/Windy reading"
     assert bookmark["browser_id"] == made["id"]
 
@@ -314,8 +318,9 @@ def test_captures_queued_while_the_host_was_killed_arrive_after_reconnect(rig: R
     )
     assert sorted(r["id"] for r in results) == sorted(n["id"] for n in notes)
     assert _found(url)(rig.mcp.wait_search("southern ocean winds", _found(url)))
-    highlights = rig.mcp.data("get_highlights", url=url)["highlights"]
-    assert [h["text"] for h in highlights] == ["glide for hours"]
+    highlights = rig.mcp.data("get_saved", kind="highlight", url=url)["items"]
+    assert len(highlights) == 1
+    assert "glide for hours" in rig.mcp.text("get_saved", kind="highlight", url=url)
     assert rig.profile.host_sessions()[old_host].status is None  # it never saw EOF
     tab.close()
 

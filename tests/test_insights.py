@@ -261,11 +261,11 @@ def test_session_and_digest_answers_stay_bounded_at_ten_thousand_pages(memory: M
             server, mode="legacy", client_info=Implementation(name="t", version="1")
         ) as client:
             for name, arguments in [
-                ("get_research_sessions", {}),
-                ("get_research_sessions", {"limit": 20}),
-                ("generate_weekly_digest", {"week": week}),
+                ("get_timeline", {"sessions": True}),
+                ("get_timeline", {"sessions": True, "limit": 20}),
+                ("summarize_reading", {"week": week}),
                 ("get_timeline", {"limit": 200}),
-                ("suggest_tab_cleanup", {}),
+                ("get_open_tabs", {"advise": True}),
             ]:
                 result = await client.call_tool(name, arguments)
                 assert not result.is_error, result.content
@@ -276,4 +276,4 @@ def test_session_and_digest_answers_stay_bounded_at_ten_thousand_pages(memory: M
 
     anyio.run(measure)
     assert max(sizes.values()) < 150_000
-    assert sizes["get_research_sessions {}"] < 30_000
+    assert sizes["get_timeline {'sessions': True}"] < 30_000

@@ -157,16 +157,16 @@ async def test_browser_tools_act_in_the_browser_and_report_each_outcome(tmp_path
     params = stdio_params(tmp_path, "--log-calls", str(log), MCP_CLIENT_ID="claude", **FAST)
     with browser(tmp_path, tabs) as fake:
         async with Client(params, mode="legacy") as client:
-            captured = await client.call_tool("capture_current_page", {"max_chars": 60})
+            captured = await client.call_tool("capture_page", {"max_chars": 60})
             assert not captured.is_error, text(captured)
             data = captured.structured_content
             assert data["action"]["status"] == "done"
             assert data["page"]["url"] == "https://sqlite.org/wal.html"
-            assert data["page"]["text"] == PAGE_TEXT[:60]
+            assert data["page"]["chars"] == 60 and PAGE_TEXT[:60] in text(captured)
             assert '<web_content source="https://sqlite.org/wal.html"' in text(captured)
             assert [p["tab_id"] for p in fake.pushes] == [11]  # the active tab
 
-            grouped = await client.call_tool("apply_tab_grouping", {"groups": [
+            grouped = await client.call_tool("organize_tabs", {"groups": [
                 {"tab_ids": [11, 13], "name": "Databases", "color": "blue"},
                 {"tab_ids": [99], "name": "Gone"},
             ]})  # fmt: skip
@@ -175,21 +175,21 @@ async def test_browser_tools_act_in_the_browser_and_report_each_outcome(tmp_path
                 "done", "failed",
             ]  # fmt: skip
             assert fake.groups == [{"tab_ids": [11, 13], "title": "Databases", "color": "blue"}]
-            assert "1 of 2 tab groups created" in text(grouped)
+            assert "1 of 2 tab actions done" in text(grouped)
             assert "none of these tabs exist" in text(grouped)
 
-            stale = await client.call_tool("apply_tab_grouping", {"groups": [{"tab_ids": [98]}]})
+            stale = await client.call_tool("organize_tabs", {"groups": [{"tab_ids": [98]}]})
             assert stale.is_error and "none of these tabs exist" in text(stale)
             assert "call get_open_tabs" in text(stale)
 
-            refused = await client.call_tool("close_tabs", {"tab_ids": [12]})
+            refused = await client.call_tool("organize_tabs", {"close": [12]})
             assert refused.is_error
             assert "refused close_tabs" in text(refused) and "options" in text(refused)
             assert 12 in fake.tabs
             fake.allowed["close_tabs"] = True  # the user turned the switch on
-            closed = await client.call_tool("close_tabs", {"tab_ids": [12, 97]})
+            closed = await client.call_tool("organize_tabs", {"close": [12, 97]})
             assert not closed.is_error, text(closed)
-            assert closed.structured_content["action"]["result"] == {"closed": 1}
+            assert closed.structured_content["actions"][0]["result"] == {"closed": 1}
             assert fake.closed == [12]
 
             vacuum = "https://www.postgresql.org/docs/current/routine-vacuuming.html"
@@ -206,18 +206,20 @@ async def test_browser_tools_act_in_the_browser_and_report_each_outcome(tmp_path
             wal = await client.call_tool("save_bookmark", {"url": "https://sqlite.org/wal.html"})
             assert wal.structured_content["already_bookmarked"] is True  # seeded in Research
             assert len(fake.bookmarks) == 1
-            found = await client.call_tool("get_bookmarks", {"folder": "Databases"})
-            assert [b["title"] for b in found.structured_content["bookmarks"]] == [
-                "Vacuuming", "WAL docs",
+            found = await client.call_tool("get_saved", {"kind": "bookmark",
+                                                          "folder": "Databases"})
+            assert [b["url"] for b in found.structured_content["items"]] == [
+                vacuum + "#autovacuum", "https://sqlite.org/wal.html",
             ]  # fmt: skip
+            assert "Vacuuming" in text(found) and "WAL docs" in text(found)
 
-            action_id = closed.structured_content["action"]["action_id"]
-            status = await client.call_tool("get_action_status", {"action_id": action_id})
-            assert status.structured_content["action"]["status"] == "done"
+            action_id = closed.structured_content["actions"][0]["action_id"]
+            status = await client.call_tool("get_status", {"action_id": action_id})
+            assert status.structured_content["action_status"] == "done"
             capture_id = data["action"]["action_id"]
-            status = await client.call_tool("get_action_status", {"action_id": capture_id})
+            status = await client.call_tool("get_status", {"action_id": capture_id})
             assert f"get_page id={data['page']['page_id']}" in text(status)
-            missing = await client.call_tool("get_action_status", {"action_id": "a-424242"})
+            missing = await client.call_tool("get_status", {"action_id": "a-424242"})
             assert missing.is_error and "does not exist" in text(missing)
 
     events = action_events(tmp_path)
@@ -229,10 +231,10 @@ async def test_browser_tools_act_in_the_browser_and_report_each_outcome(tmp_path
     ]  # fmt: skip
     assert {c for a, c, _ in events if a == "action.create"} == {"claude"}
     entries = read_json_lines(log)
-    assert [(e["tool"], e["ok"]) for e in entries if e["tool"] == "close_tabs"] == [
-        ("close_tabs", False), ("close_tabs", True),
-    ]  # fmt: skip
-    refusal = next(e for e in entries if e["tool"] == "close_tabs")
+    closing = [e for e in entries if e["tool"] == "organize_tabs" and "close" in e["arguments"]
+               and e["arguments"]["close"]]  # fmt: skip
+    assert [e["ok"] for e in closing] == [False, True]
+    refusal = closing[0]
     assert refusal["outcome"].startswith("action_refused: The browser refused close_tabs")
 
 
@@ -242,16 +244,16 @@ async def test_without_a_browser_an_action_stays_pending_then_expires(tmp_path: 
                           BACKTRAIL_MCP_ACTION_TTL="2")  # fmt: skip
     async with Client(params, mode="legacy") as client:
         groups = [{"tab_ids": [1, 4], "name": "WAL"}]
-        pending = await client.call_tool("apply_tab_grouping", {"groups": groups})
+        pending = await client.call_tool("organize_tabs", {"groups": groups})
         assert not pending.is_error, text(pending)
         (action,) = pending.structured_content["actions"]
         assert action["status"] == "pending"
         assert "No browser has picked up group_tabs" in text(pending)
         with anyio.fail_after(30):
             while True:
-                status = await client.call_tool("get_action_status",
+                status = await client.call_tool("get_status",
                                                 {"action_id": action["action_id"]})  # fmt: skip
-                if status.structured_content["action"]["status"] == "expired":
+                if status.structured_content["action_status"] == "expired":
                     break
                 await anyio.sleep(0.1)
         assert "no browser picked the action up in time" in text(status)
@@ -260,48 +262,47 @@ async def test_without_a_browser_an_action_stays_pending_then_expires(tmp_path: 
         assert fake.pushes == []
 
 
-async def test_capture_current_page_can_save_given_text_without_a_browser(
+async def test_capture_page_can_save_given_text_without_a_browser(
     tmp_path: Path,
 ) -> None:
     async with Client(stdio_params(tmp_path), mode="legacy") as client:
-        saved = await client.call_tool("capture_current_page", {
+        saved = await client.call_tool("capture_page", {
             "url": "https://notes.example/x", "title": "X", "content": PAGE_TEXT,
         })  # fmt: skip
         assert not saved.is_error, text(saved)
-        assert saved.structured_content["action"] is None
-        assert saved.structured_content["page"]["text"] == PAGE_TEXT
-        half = await client.call_tool("capture_current_page", {"content": "no url"})
+        assert "action" not in saved.structured_content
+        assert saved.structured_content["page"]["chars"] == len(PAGE_TEXT)
+        assert PAGE_TEXT in text(saved)
+        half = await client.call_tool("capture_page", {"content": "no url"})
         assert half.is_error and "give both url and content" in text(half)
-        none = await client.call_tool("capture_current_page", {})
+        none = await client.call_tool("capture_page", {})
         assert none.is_error and "no active tab is known" in text(none)
 
 
-async def test_related_content_and_the_open_tab_summary(tmp_path: Path) -> None:
+async def test_related_pages_and_the_open_tab_summary(tmp_path: Path) -> None:
     s = seed(tmp_path)
     async with Client(stdio_params(tmp_path), mode="legacy") as client:
-        related = await client.call_tool("find_related_content", {"id": s.wal_page})
+        related = await client.call_tool("search_browsing", {"similar_to": s.wal_page})
         assert not related.is_error, text(related)
-        data = related.structured_content["related"]
-        assert (data["page_id"], data["method"]) == (s.wal_page, "keywords")
-        assert s.wal_page not in [p["page_id"] for p in data["pages"]]
-        assert s.bread_page not in [p["page_id"] for p in data["pages"]]
-        by_words = await client.call_tool("find_related_content", {"query": "sourdough"})
-        assert [r["id"] for r in by_words.structured_content["results"]] == [s.bread_page]
-        assert by_words.structured_content["related"] is None
-        both = await client.call_tool("find_related_content", {"id": 1, "query": "x"})
-        assert both.is_error and "exactly one of url, id or query" in text(both)
+        data = related.structured_content
+        assert data["mode"] == "bm25"  # no vectors in lean mode: by key words
+        assert "by key words" in text(related)
+        assert s.wal_page not in [p["id"] for p in data["results"]]
+        assert s.bread_page not in [p["id"] for p in data["results"]]
+        both = await client.call_tool("search_browsing", {"similar_to": 1, "query": "x"})
+        assert both.is_error and "exactly one of query, similar_to" in text(both)
 
-        summary = await client.call_tool("summarize_open_tabs", {})
+        summary = await client.call_tool("summarize_reading", {"open_tabs": True})
         assert not summary.is_error, text(summary)
         data = summary.structured_content
         assert data["provider"] == "extractive" and data["open_tabs"] == 5
         assert data["summarised_tabs"] == 2  # WAL (two tabs, one page) and sourdough
-        assert [t["tab_id"] for t in data["uncaptured"]] == [5]
-        assert "(https://sqlite.org/wal.html)" in data["summary"]
-        assert "capture_current_page can capture one" in text(summary)
+        assert data["uncaptured_tab_ids"] == [5]
+        assert "(https://sqlite.org/wal.html)" in text(summary)
+        assert "capture_page captures one" in text(summary)
 
 
-async def test_the_new_tools_carry_honest_annotations(tmp_path: Path) -> None:
+async def test_the_tools_carry_honest_annotations(tmp_path: Path) -> None:
     from backtrail.mcp_server.server import build_server
 
     server = build_server(lambda: Memory(make_config(tmp_path), client="t"))
@@ -309,21 +310,29 @@ async def test_the_new_tools_carry_honest_annotations(tmp_path: Path) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     hints = {
         name: (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
-        for name, a in ((n, tools[n].annotations) for n in (
-            "capture_current_page", "save_bookmark", "apply_tab_grouping", "close_tabs",
-            "get_action_status", "find_related_content", "summarize_open_tabs"))
-    }  # fmt: skip
-    assert hints == {
-        "capture_current_page": (False, False, False, True),
-        "save_bookmark": (False, False, False, True),
-        "apply_tab_grouping": (False, False, False, True),
-        "close_tabs": (False, True, True, True),
-        "get_action_status": (True, False, True, False),
-        "find_related_content": (True, False, True, False),
-        "summarize_open_tabs": (True, False, False, True),
+        for name, a in ((n, t.annotations) for n, t in tools.items())
     }
-    assert "lock_hold" not in tools
-    schema = json.dumps(tools["apply_tab_grouping"].input_schema)
+    assert hints == {
+        "search_browsing": (True, False, True, False),
+        "get_page": (True, False, True, False),
+        "get_timeline": (True, False, True, False),
+        "get_saved": (True, False, True, False),
+        "save_note": (False, False, False, False),
+        "forget": (False, True, True, False),
+        "get_status": (True, False, True, False),
+        "get_open_tabs": (True, False, True, False),
+        "summarize_reading": (True, False, False, True),
+        "capture_page": (False, False, False, True),
+        "save_bookmark": (False, False, False, True),
+        "organize_tabs": (False, True, False, True),
+        "memory_set": (False, True, False, False),
+        "memory_get": (True, False, True, False),
+        "memory_list": (True, False, True, False),
+        "memory_delete": (False, True, True, False),
+        "memory_search": (True, False, True, False),
+        "memory_history": (True, False, True, False),
+    }
+    schema = json.dumps(tools["organize_tabs"].input_schema)
     assert '"enum": ["grey", "blue", "red", "yellow", "green", "pink", "purple", "cyan", ' \
         '"orange"]' in schema
 
@@ -350,14 +359,15 @@ def test_open_tab_summaries_stay_bounded_with_hundreds_of_tabs(tmp_path: Path) -
         async def call() -> Any:
             info = Implementation(name="t", version="1")
             async with Client(server, mode="legacy", client_info=info) as client:
-                return await client.call_tool("summarize_open_tabs", {"max_tabs": 50})
+                return await client.call_tool("summarize_reading",
+                                              {"open_tabs": True, "max_tabs": 50})
 
         result = anyio.run(call)
         assert not result.is_error
         size = sum(len(b.text) for b in result.content) + len(json.dumps(result.structured_content))
         assert size < 60_000
         assert result.structured_content["summarised_tabs"] == 50  # the 50 most recent
-        assert result.structured_content["uncaptured"] == []
+        assert result.structured_content["uncaptured_tab_ids"] == []
         assert "(250 more tabs were not read: raise max_tabs.)" in text(result)
     finally:
         memory.close()

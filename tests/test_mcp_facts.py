@@ -1,7 +1,8 @@
 """Shared facts, drop-in compatible with mcp-memory-bridge: its tools, parameters,
-semantics and result texts, and where Backtrail goes beyond it. The protocol is real
-(the official client, in-process transport); the process boundary is covered by
-test_mcp_stdio and test_mcp_http."""
+semantics and result texts (tool errors read "Error executing tool <name>: ..." as the
+SDK words them there too), and where Backtrail goes beyond it. The protocol is real
+(the official client, in-process transport); the process boundary (locks, two
+processes, raw clients) is covered by test_mcp_bridge, test_mcp_stdio and test_mcp_http."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def holder(tmp_path: Path) -> Iterator[MemoryHolder]:
-    config = lean_config(tmp_path, log_reads=True)
+    config = lean_config(tmp_path)
     opened = MemoryHolder(lambda: Memory(config, client="mcp"))
     yield opened
     opened.close()
@@ -77,11 +78,12 @@ async def test_compare_and_swap_by_value_names_both_values_and_writes_nothing(
         )
         assert refused.is_error
         assert text(refused) == (
-            "CAS failed for 'k': expected value 'stale-guess', actual value 'v2'; not written"
+            "Error executing tool memory_set: CAS failed for 'k': expected value "
+            "'stale-guess', actual value 'v2'; not written"
         )
         assert "k = v2  (source: mcp:tester" in text(await call(client, "memory_get", key="k"))
         absent = await call(client, "memory_set", key="new", value="x", expected_value="old")
-        assert text(absent) == (
+        assert text(absent).endswith(
             "CAS failed for 'new': expected value 'old', the key does not exist; not written"
         )
 
@@ -98,7 +100,7 @@ async def test_compare_and_swap_by_version_refuses_an_aba_change_that_value_cas_
             client, "memory_set", key="flag", value="C", expected_version=version
         )
         assert by_version.is_error
-        assert text(by_version) == (
+        assert text(by_version).endswith(
             "CAS failed for 'flag': expected version 1, actual version 3; not written"
         )
         by_value = await call(client, "memory_set", key="flag", value="C", expected_value="A")
@@ -113,7 +115,7 @@ async def test_create_only_refuses_an_existing_key_and_excludes_compare_and_swap
         assert not created.is_error
         again = await call(client, "memory_set", key="once", value="v2", require_absent=True)
         assert again.is_error
-        assert text(again) == "key 'once' already exists (version 1); not overwritten"
+        assert text(again).endswith("key 'once' already exists (version 1); not overwritten")
         both = await call(
             client, "memory_set", key="once", value="v", expected_value="v1", require_absent=True
         )
@@ -139,7 +141,7 @@ async def test_get_of_a_missing_key_is_a_tool_error(holder: MemoryHolder) -> Non
     async with connect(holder) as client:
         missing = await call(client, "memory_get", key="nope")
         assert missing.is_error
-        assert text(missing) == "no fact for key 'nope'"
+        assert text(missing) == "Error executing tool memory_get: no fact for key 'nope'"
 
 
 async def test_prefix_listing_is_literal_and_case_sensitive_unless_asked(
@@ -164,7 +166,7 @@ async def test_prefix_listing_is_literal_and_case_sensitive_unless_asked(
         keys = [
             f["key"] for f in page.structured_content["facts"] + rest.structured_content["facts"]
         ]
-        assert len(keys) == 6 and rest.structured_content["next_cursor"] is None
+        assert len(keys) == 6 and "next_cursor" not in rest.structured_content
 
 
 async def test_delete_removes_a_key_and_a_missing_key_is_not_an_error(
@@ -183,46 +185,59 @@ async def test_delete_removes_a_key_and_a_missing_key_is_not_an_error(
         assert stale.is_error and "expected version 7, actual version 1" in text(stale)
 
 
-async def test_search_finds_facts_by_words_without_the_embedding_model(
+async def test_search_without_the_embedding_model_is_a_tool_error_saying_so(
     holder: MemoryHolder,
 ) -> None:
     async with connect(holder) as client:
-        await call(client, "memory_set", key="user/theme", value="the user prefers dark mode")
         await call(client, "memory_set", key="pet/name", value="Fluffy is a tabby cat")
-        found = await call(client, "memory_search", query="tabby cat", top_k=3)
-        assert found.structured_content["mode"] == "bm25"
-        assert [h["fact"]["key"] for h in found.structured_content["results"]] == ["pet/name"]
-        assert text(found).startswith(
-            "pet/name = Fluffy is a tabby cat  (source: mcp:tester, score: "
-        )
-        nothing = await call(client, "memory_search", query="submarine")
-        assert text(nothing) == "(no facts match 'submarine')"
-        assert (await call(client, "memory_search", query="cat", top_k=0)).is_error
+        refused = await call(client, "memory_search", query="tabby cat", top_k=3)
+        assert refused.is_error
+        assert "semantic search is disabled (MCP_EMBEDDINGS=off)" in text(refused)
+        zero = await call(client, "memory_search", query="cat", top_k=0)
+        assert zero.is_error and "greater than or equal to 1" in text(zero)
 
 
-async def test_history_lists_writes_in_order_and_reads_only_when_asked(
+async def test_history_lists_values_refusals_and_deletes_in_order_and_reads_when_asked(
     holder: MemoryHolder,
 ) -> None:
     async with connect(holder, name="cursor") as cursor, connect(holder, name="claude") as claude:
         await call(cursor, "memory_set", key="h/k", value="first")
         await call(claude, "memory_set", key="h/k", value="second")
+        refused = await call(claude, "memory_set", key="h/k", value="sneaky", expected_value="x")
+        assert refused.is_error
         await call(claude, "memory_get", key="h/k")
         await call(cursor, "memory_delete", key="h/k")
         history = text(await call(cursor, "memory_history", key="h/k"))
         lines = [line.split(" ", 1)[1] for line in history.splitlines()]
         assert lines == [
-            "mcp:cursor set: version 1, created, 5 chars",
-            "mcp:claude set: version 2, 6 chars",
-            "mcp:cursor delete: version 3",
+            "mcp:cursor set: first",
+            "mcp:claude set: second",
+            "mcp:claude cas_fail: sneaky",
+            "mcp:cursor delete: None",
         ]
         with_reads = text(await call(cursor, "memory_history", key="h/k", include_reads=True))
-        assert "mcp:claude get: -" in with_reads  # reads are attributed to the reader
+        lines = [line.split(" ", 1)[1] for line in with_reads.splitlines()]
+        assert lines[3] == "mcp:claude get: None"  # reads are logged by default, by reader
         got = await call(claude, "memory_set", key="h/k", value="again")
         events = await call(claude, "memory_get", key="h/k", include_events=True)
         assert got.structured_content["fact"]["version"] == 4
-        assert text(events).splitlines()[1] == "events:"
+        head, marker, *rest = text(events).splitlines()
+        assert marker == "events:"
+        assert [line.strip().split(" ", 2)[1:] for line in rest] == [
+            ["mcp:cursor", "set: first"], ["mcp:claude", "set: second"],
+            ["mcp:cursor", "delete: None"], ["mcp:claude", "set: again"],
+        ]  # fmt: skip
+        assert all(line.startswith("  ") for line in rest)
         empty = await call(cursor, "memory_history", key="never")
         assert text(empty) == "(no history for key 'never')"
+
+
+async def test_with_read_logging_off_a_get_leaves_no_trace(holder: MemoryHolder) -> None:
+    async with connect(holder, log_reads=False) as client:
+        await call(client, "memory_set", key="quiet", value="v")
+        await call(client, "memory_get", key="quiet")
+        history = text(await call(client, "memory_history", key="quiet", include_reads=True))
+        assert [line.split(" ", 2)[2] for line in history.splitlines()] == ["set: v"]
 
 
 async def test_mcp_memory_bridge_environment_variables_are_understood() -> None:
@@ -250,5 +265,7 @@ async def test_mcp_memory_bridge_environment_variables_are_understood() -> None:
     assert settings.auth_token == "t" * 20
     assert settings.allowed_hosts == ("a.lan", "b.lan:9001")
     assert settings.preload_model and str(settings.call_log) == "/tmp/calls.jsonl"
+    assert settings.log_reads is True  # reads are logged unless MCP_LOG_READS=off
+    assert McpSettings.from_env({"MCP_LOG_READS": "off"}).log_reads is False
     with pytest.raises(ValueError, match="MCP_EMBEDDINGS must be on or off"):
         config_overrides({"MCP_EMBEDDINGS": "maybe"})

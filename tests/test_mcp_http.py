@@ -100,7 +100,7 @@ async def test_requests_without_a_valid_token_are_refused_before_any_work(tmp_pa
             assert text(done) == "set 'http/rt' (from http-test, version 1)"
             got = await client.call_tool("memory_get", {"key": "http/rt"})
             assert text(got).startswith("http/rt = wire value  (source: http-test,")
-            found = await client.call_tool("search_memory", {"query": "checkpoints"})
+            found = await client.call_tool("search_browsing", {"query": "checkpoints"})
             assert found.structured_content["results"][0]["url"] == "https://sqlite.org/wal.html"
             unknown = await client.call_tool("does_not_exist", {})
             assert unknown.is_error and "Unknown tool" in text(unknown)
@@ -138,7 +138,13 @@ async def test_a_token_file_assigns_identities_and_read_tokens_cannot_write(tmp_
                 assert "this connection's token only allows reading" in text(refused)
             got = await reader.call_tool("memory_get", {"key": "plan"})
             assert text(got).startswith("plan = ship  (source: claude-desktop,")
-            assert not (await reader.call_tool("search_memory", {"query": "vacuum"})).is_error
+            assert not (await reader.call_tool("search_browsing", {"query": "vacuum"})).is_error
+            listed = {t.name for t in (await reader.list_tools()).tools}
+            assert listed == {"search_browsing", "get_page", "get_timeline", "get_saved",
+                              "get_status", "get_open_tabs", "summarize_reading", "memory_get",
+                              "memory_list", "memory_search", "memory_history"}  # fmt: skip
+            everything = {t.name for t in (await writer.list_tools()).tools}
+            assert len(everything) == 18 and listed < everything
             history = await writer.call_tool(
                 "memory_history", {"key": "plan", "include_reads": True}
             )
@@ -179,11 +185,11 @@ async def test_http_clients_of_both_protocol_eras_share_one_memory(tmp_path: Pat
             note = await modern.call_tool("save_note", {"content": "Capybaras enjoy hot springs"})
             assert not note.is_error
             found = await legacy.call_tool(
-                "search_memory", {"query": "capybaras", "kinds": ["note"]}
+                "search_browsing", {"query": "capybaras", "kinds": ["note"]}
             )
             assert (
                 found.structured_content["results"][0]["id"]
-                == note.structured_content["note"]["id"]
+                == note.structured_content["id"]
             )
             tabs = await modern.call_tool("get_open_tabs", {})
             assert tabs.structured_content["total"] == 5

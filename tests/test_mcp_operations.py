@@ -48,6 +48,7 @@ async def test_lock_hold_exists_only_when_demo_tools_are_enabled(tmp_path: Path)
     async with Client(stdio_params(tmp_path, BACKTRAIL_MCP_DEMO_TOOLS="1"), mode="legacy") as on:
         tools = {t.name: t for t in (await on.list_tools()).tools}
         assert tools["lock_hold"].input_schema["properties"]["seconds"]["default"] == 2.0
+        assert len(tools) == 19
         bad = await on.call_tool("lock_hold", {"seconds": 0})
         assert bad.is_error and "must be more than 0 and at most 60" in text(bad)
 
@@ -63,7 +64,7 @@ async def test_a_held_write_lock_makes_other_clients_fail_fast_or_queue(tmp_path
         a, c, b = [await stack.enter_async_context(Client(params, mode="legacy"))
                    for params in (a_params, c_params, b_params)]  # fmt: skip
         for client in (a, c, b):  # each has opened the memory (B, with no patience, last)
-            assert not (await client.call_tool("memory_stats", {})).is_error
+            assert not (await client.call_tool("get_status", {})).is_error
         held: list[object] = []
 
         async def hold() -> None:
@@ -79,7 +80,8 @@ async def test_a_held_write_lock_makes_other_clients_fail_fast_or_queue(tmp_path
             locked_at = started = time.monotonic()
             refused = await b.call_tool("memory_set", {"key": "contended", "value": "B"})
             refused_after = time.monotonic() - started
-            assert refused.is_error and "the store is busy" in text(refused)
+            assert refused.is_error and "the store is locked" in text(refused)
+            assert "retry with backoff" in text(refused)
             assert refused_after < 1.5
             queued = await c.call_tool("memory_set", {"key": "contended", "value": "C"})
             assert not queued.is_error, text(queued)
@@ -100,9 +102,9 @@ async def test_lean_mode_serves_keyword_search_without_a_model(tmp_path: Path) -
     seed(tmp_path)
     params = stdio_params(tmp_path, "--lean", MCP_EMBEDDINGS="on")
     async with Client(params, mode="legacy") as client:
-        found = await client.call_tool("search_memory", {"query": "checkpoints"})
+        found = await client.call_tool("search_browsing", {"query": "checkpoints"})
         assert found.structured_content["mode"] == "bm25"
-        stats = await client.call_tool("memory_stats", {})
+        stats = await client.call_tool("get_status", {})
         assert stats.structured_content["model"] == "disabled"
 
 
@@ -111,13 +113,13 @@ async def test_preload_model_loads_it_at_start_and_without_it_nothing_loads(
 ) -> None:
     lazy = stdio_params(tmp_path / "lazy", MCP_EMBEDDINGS="on")
     async with Client(lazy, mode="legacy") as client:
-        stats = await client.call_tool("memory_stats", {})
+        stats = await client.call_tool("get_status", {})
         assert stats.structured_content["model"] == "not loaded"
     eager = stdio_params(tmp_path / "eager", "--preload-model", MCP_EMBEDDINGS="on")
     async with Client(eager, mode="legacy") as client:
         with anyio.fail_after(180):  # no search is made: the server loads it by itself
             while True:
-                stats = await client.call_tool("memory_stats", {})
+                stats = await client.call_tool("get_status", {})
                 if stats.structured_content["model"] != "not loaded":
                     break
                 await anyio.sleep(0.1)

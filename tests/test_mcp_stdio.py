@@ -120,10 +120,10 @@ def test_stdout_carries_nothing_but_protocol_even_when_a_library_prints(tmp_path
         {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n, "arguments": a}}
         for i, (n, a) in enumerate(
             [
-                ("search_memory", {"query": "checkpoint"}),
+                ("search_browsing", {"query": "checkpoint"}),
                 ("get_page", {"id": 99999}),
                 ("no_such_tool", {}),
-                ("memory_stats", {}),
+                ("get_status", {}),
             ],
             start=1,
         )
@@ -147,35 +147,38 @@ async def test_every_browsing_tool_answers_from_the_memory(tmp_path: Path) -> No
             assert not result.is_error, text(result)
             return result
 
-        found = await call("search_memory", query="checkpoints log")
+        found = await call("search_browsing", query="checkpoints log")
         assert found.structured_content["results"][0]["url"] == "https://sqlite.org/wal.html"
-        assert '<web_content source="https://sqlite.org/wal.html" kind="page"' in text(found)
-        notes = await call("search_memory", query="WAL", kinds=["note"])
+        assert '<web_content source="https://sqlite.org/wal.html" kind="highlight"' in text(found)
+        assert "explanation" not in found.structured_content["results"][0]
+        explained = await call("search_browsing", query="checkpoints log", explain=True)
+        assert "bm25" in json.dumps(explained.structured_content["results"][0]["explanation"])
+        notes = await call("search_browsing", query="WAL", kinds=["note"])
         assert [r["kind"] for r in notes.structured_content["results"]] == ["note"]
         assert "<user_note" in text(notes) and "<web_content" not in text(notes)
-        sites = await call("search_memory", query="vacuum", domains=["postgresql.org"])
+        sites = await call("search_browsing", query="vacuum", domains=["postgresql.org"])
         assert {r["domain"] for r in sites.structured_content["results"]} == {"www.postgresql.org"}
-        recent = await call("search_memory", query="sourdough", since="12h", kinds=["page"])
+        recent = await call("search_browsing", query="sourdough", since="12h", kinds=["page"])
         assert recent.structured_content["results"] == []
-        older = await call("search_memory", query="sourdough", since="2d", kinds=["page"])
+        older = await call("search_browsing", query="sourdough", since="2d", kinds=["page"])
         assert [r["id"] for r in older.structured_content["results"]] == [s.bread_page]
-        first = await call("search_memory", query="WAL", limit=1)
+        first = await call("search_browsing", query="WAL", limit=1)
         cursor = first.structured_content["next_cursor"]
-        assert cursor
-        second = await call("search_memory", query="WAL", limit=1, cursor=cursor)
+        second = await call("search_browsing", query="WAL", limit=1, cursor=cursor)
         assert second.structured_content["results"][0] != first.structured_content["results"][0]
-
-        forgotten = await call("find_forgotten_content", description="baking bread with yeast")
-        assert (
-            forgotten.structured_content["results"][0]["url"] == "https://bread.example/sourdough"
-        )
+        vague = await call("search_browsing", query="baking bread with yeast", vague=True)
+        assert vague.structured_content["results"][0]["url"] == "https://bread.example/sourdough"
+        similar = await call("search_browsing", similar_to=s.wal_page)
+        assert s.wal_page not in [r["id"] for r in similar.structured_content["results"]]
 
         page = await call("get_page", url="https://sqlite.org/wal.html", max_chars=40)
-        assert page.structured_content["page"]["text"] == WAL_TEXT[:40]
-        assert page.structured_content["page"]["next_offset"] == 40
-        rest = await call("get_page", id=s.wal_page, offset=40, max_chars=100_00)
-        assert rest.structured_content["page"]["text"] == WAL_TEXT[40:]
-        assert rest.structured_content["page"]["next_offset"] is None
+        assert page.structured_content["next_offset"] == 40
+        assert WAL_TEXT[:40] in text(page) and WAL_TEXT[40:60] not in text(page)
+        assert "title: Write-Ahead Logging" in text(page)
+        rest = await call("get_page", id=s.wal_page, offset=40, max_chars=10_000)
+        assert WAL_TEXT[40:] in text(rest) and "next_offset" not in rest.structured_content
+        active = await call("get_page", active_tab=True)
+        assert active.structured_content["tab_id"] == 1 and WAL_TEXT in text(active)
 
         timeline = await call("get_timeline", limit=2)
         assert [e["page_id"] for e in timeline.structured_content["entries"]] == [
@@ -188,63 +191,62 @@ async def test_every_browsing_tool_answers_from_the_memory(tmp_path: Path) -> No
         assert [e["page_id"] for e in older.structured_content["entries"]] == [s.bread_page]
         only = await call("get_timeline", domain="sqlite.org")
         assert [e["page_id"] for e in only.structured_content["entries"]] == [s.wal_page]
+        sessions = await call("get_timeline", sessions=True)
+        (session,) = sessions.structured_content["sessions"]
+        assert set(session["page_ids"]) == {s.wal_page, s.vacuum_page}
 
         tabs = await call("get_open_tabs")
         assert tabs.structured_content["total"] == 5
         assert 'kind="tab titles"' in text(tabs)
-        active = await call("get_active_tab")
-        assert active.structured_content["tab"]["tab_id"] == 1
-        assert active.structured_content["page"]["text"] == WAL_TEXT
-        cleanup = await call("suggest_tab_cleanup")
-        verdicts = {t["tab_id"]: t["action"] for t in cleanup.structured_content["tabs"]}
+        cleanup = await call("get_open_tabs", advise=True)
+        verdicts = {t["tab_id"]: t["advice"] for t in cleanup.structured_content["tabs"]}
         assert verdicts == {1: "keep", 2: "close", 3: "close", 4: "close", 5: "read_later"}
         assert cleanup.structured_content["counts"] == {"keep": 1, "read_later": 1, "close": 3}
         assert "duplicate of tab 1" in text(cleanup)
 
-        research = await call("get_bookmarks", folder="research")
-        assert [b["browser_id"] for b in research.structured_content["bookmarks"]] == ["b1"]
-        bread = await call("get_bookmarks", query="sourdough")
-        assert [b["browser_id"] for b in bread.structured_content["bookmarks"]] == ["b2"]
-        highlights = await call("get_highlights", query="checkpoints")
-        assert [h["id"] for h in highlights.structured_content["highlights"]] == [s.highlight]
+        research = await call("get_saved", kind="bookmark", folder="research")
+        assert [b["id"] for b in research.structured_content["items"]] == [1]
+        bread = await call("get_saved", kind="bookmark", query="sourdough")
+        assert [b["url"] for b in bread.structured_content["items"]] == [
+            "https://bread.example/sourdough"
+        ]
+        highlights = await call("get_saved", kind="highlight", query="checkpoints")
+        assert [h["id"] for h in highlights.structured_content["items"]] == [s.highlight]
         assert "remember for the storage talk" in text(highlights)
-        none = await call("get_highlights", url="https://bread.example/sourdough")
-        assert none.structured_content["highlights"] == []
+        none = await call("get_saved", kind="highlight", url="https://bread.example/sourdough")
+        assert none.structured_content["items"] == []
 
         saved = await call(
             "save_note",
             content="Try feeding the starter twice a day",
             url="https://bread.example/sourdough",
         )
-        assert saved.structured_content["note"]["url"] == "https://bread.example/sourdough"
-        again = await call("search_memory", query="feeding starter twice", kinds=["note"])
-        assert (
-            again.structured_content["results"][0]["id"] == saved.structured_content["note"]["id"]
+        assert saved.structured_content["author"] == "mcp:claude-ai"
+        again = await call("search_browsing", query="feeding starter twice", kinds=["note"])
+        (hit,) = again.structured_content["results"]
+        assert (hit["id"], hit["origin"], hit["author"]) == (
+            saved.structured_content["id"], "assistant", "mcp:claude-ai"
         )
+        assert '<assistant_note written_by="mcp:claude-ai"' in text(again)
+        assert "<user_note" not in text(again)
+        mine = await call("get_saved", kind="note")
+        assert "<user_note" in text(mine)
+        assert '<assistant_note written_by="mcp:claude-ai"' in text(mine)
 
-        sessions = await call("get_research_sessions")
-        (session,) = sessions.structured_content["sessions"]
-        assert {p["page_id"] for p in session["pages"]} == {s.wal_page, s.vacuum_page}
-
-        summary = await call("summarize_research_topic", topic="write-ahead logging checkpoints")
-        data = summary.structured_content
-        assert data["provider"] == "extractive"
-        assert [a["provider"] for a in data["attempts"]] == [
-            "sampling",
-            "anthropic",
-            "ollama",
-            "extractive",
-        ]
-        assert "(https://sqlite.org/wal.html)" in data["summary"]
-        assert "Checkpoints copy the log back into the main database file." in data["summary"]
+        summary = await call("summarize_reading", topic="write-ahead logging checkpoints")
+        assert summary.structured_content["provider"] == "extractive"
+        assert "(https://sqlite.org/wal.html)" in text(summary)
+        assert "Checkpoints copy the log back into the main database file." in text(summary)
+        assert '<web_content source="summary of the sources below" kind="summary"' in text(summary)
 
         week = datetime.fromtimestamp(s.now - 3_000, timezone.utc).date().isoformat()
-        digest = await call("generate_weekly_digest", week=week)
-        top = [p["id"] for p in digest.structured_content["digest"]["top_pages"]]
-        assert s.vacuum_page in top and s.wal_page in top
-        assert digest.structured_content["summary"]["provider"] == "extractive"
+        digest = await call("summarize_reading", week=week)
+        assert digest.structured_content["pages_seen"] == 3
+        assert digest.structured_content["provider"] == "extractive"
+        tabs_summary = await call("summarize_reading", open_tabs=True)
+        assert tabs_summary.structured_content["open_tabs"] >= 1
 
-        stats = await call("memory_stats")
+        stats = await call("get_status")
         assert stats.structured_content["counts"]["pages"] == 3
         assert stats.structured_content["model"] == "disabled"
 
@@ -257,7 +259,7 @@ async def test_every_browsing_tool_answers_from_the_memory(tmp_path: Path) -> No
         assert gone.structured_content["counts"]["pages"] == 1
         missing = await client.call_tool("get_page", {"url": "https://bread.example/sourdough"})
         assert missing.is_error
-        assert (await call("search_memory", query="sourdough starter")).structured_content[
+        assert (await call("search_browsing", query="sourdough starter")).structured_content[
             "results"
         ] == []
 
@@ -265,26 +267,34 @@ async def test_every_browsing_tool_answers_from_the_memory(tmp_path: Path) -> No
 async def test_every_mistake_is_a_tool_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
     seed(tmp_path)
     mistakes: list[tuple[str, dict[str, Any], str]] = [
-        ("search_memory", {"query": "x", "limit": "many"}, "valid integer"),
-        ("search_memory", {"query": "x", "limit": 26}, "must be from 1 to 25"),
-        ("search_memory", {"query": "x", "since": "the other day"}, "is not a time"),
-        ("search_memory", {"query": "x", "kinds": ["video"]}, "kinds"),
-        ("search_memory", {"query": "x", "cursor": "garbage"}, "cursor"),
-        ("search_memory", {"query": ""}, "must not be empty"),
-        ("find_forgotten_content", {"description": "x" * 2_000}, "limit"),
-        ("get_page", {}, "give exactly one of url or id"),
+        ("search_browsing", {"query": "x", "limit": "many"}, "valid integer"),
+        ("search_browsing", {"query": "x", "limit": "10"}, "valid integer"),
+        ("search_browsing", {"query": "x", "limit": True}, "valid integer"),
+        ("search_browsing", {"query": "x", "limit": 26}, "less than or equal to 25"),
+        ("search_browsing", {"query": "x", "since": "the other day"}, "is not a time"),
+        ("search_browsing", {"query": "x", "kinds": ["video"]}, "kinds"),
+        ("search_browsing", {"query": "x", "cursor": "garbage"}, "cursor"),
+        ("search_browsing", {"query": ""}, "at least 1 character"),
+        ("search_browsing", {"query": "x" * 2_000}, "at most 1000 characters"),
+        ("search_browsing", {}, "give exactly one of query, similar_to"),
+        ("search_browsing", {"query": "x", "vague": 1}, "valid boolean"),
+        ("search_browsing", {"query": "x", "vague": True, "kinds": ["note"]}, "vague"),
+        ("get_page", {}, "give exactly one of url, id, active_tab"),
         ("get_page", {"url": "https://sqlite.org/wal.html", "id": 1}, "exactly one"),
         ("get_page", {"id": 99_999}, "page 99999 does not exist"),
         ("get_page", {"url": "ftp://example.com/file"}, "invalid url"),
-        ("get_page", {"id": 1, "max_chars": 0}, "must be from 1"),
+        ("get_page", {"id": 1, "max_chars": 0}, "greater than or equal to 1"),
         ("get_timeline", {"cursor": "next"}, "cursor"),
-        ("get_open_tabs", {"limit": 0}, "must be from 1"),
-        ("get_bookmarks", {"limit": 1_000}, "limit"),
+        ("get_timeline", {"sessions": True, "limit": 50}, "at most 20"),
+        ("get_open_tabs", {"limit": 0}, "greater than or equal to 1"),
+        ("get_saved", {"kind": "bookmark", "limit": 1_000}, "less than or equal to 200"),
+        ("get_saved", {"kind": "video"}, "kind"),
         ("save_note", {"content": "   "}, "must not be empty"),
         ("forget", {}, "exactly one of url, domain, or since/until"),
         ("forget", {"url": "https://a.example/", "domain": "a.example"}, "exactly one"),
-        ("generate_weekly_digest", {"week": "someday"}, "is not a week"),
-        ("get_research_sessions", {"limit": 500}, "limit"),
+        ("summarize_reading", {"week": "someday"}, "is not a week"),
+        ("summarize_reading", {}, "exactly one of topic, week or open_tabs"),
+        ("get_status", {"action_id": "a-424242"}, "action 424242 does not exist"),
         ("memory_get", {"key": "nothing/here"}, "no fact for key"),
         ("no_such_tool", {}, "Unknown tool"),
     ]
@@ -293,7 +303,7 @@ async def test_every_mistake_is_a_tool_error_and_the_server_keeps_serving(tmp_pa
             result = await client.call_tool(name, arguments)
             assert result.is_error, (name, arguments, text(result))
             assert expected in text(result), (name, text(result))
-        still = await client.call_tool("search_memory", {"query": "checkpoints"})
+        still = await client.call_tool("search_browsing", {"query": "checkpoints"})
         assert not still.is_error and still.structured_content["results"]
 
 
@@ -311,21 +321,21 @@ async def test_two_servers_on_one_data_directory_see_each_others_writes(tmp_path
         got = await b.call_tool("memory_get", {"key": "shared/plan"})
         assert text(got).startswith("shared/plan = ship  (source: cursor,")
         note = await b.call_tool("save_note", {"content": "Quokkas are marsupials"})
-        assert note.structured_content["note"]["id"]
+        assert note.structured_content["id"]
 
         deadline = time.monotonic() + 30
         while True:  # a's index catches up with b's write (b indexes it in the background)
-            hits = await a.call_tool("search_memory", {"query": "quokkas", "kinds": ["note"]})
+            hits = await a.call_tool("search_browsing", {"query": "quokkas", "kinds": ["note"]})
             if hits.structured_content["results"]:
                 break
             assert time.monotonic() < deadline, "server a never saw server b's note"
             await anyio.sleep(0.1)
         listed = await b.call_tool("memory_list", {"prefix": "shared/"})
         assert text(listed) == "shared/plan = ship  (source: cursor)"
-        searched = await b.call_tool("memory_search", {"query": "ship"})
-        assert text(searched).startswith("shared/plan = ship  (source: cursor, score: ")
+        got_b = await b.call_tool("memory_get", {"key": "shared/plan"})
+        assert text(got_b).startswith("shared/plan = ship  (source: cursor,")
         history = await a.call_tool("memory_history", {"key": "shared/plan"})
-        assert " cursor set: version 1, created" in text(history)
+        assert " cursor set: ship" in text(history)
         await b.call_tool("memory_set", {"key": "shared/plan", "value": "ship friday"})
         assert "(source: mcp:claude-ai," in text(
             await a.call_tool("memory_get", {"key": "shared/plan"})
@@ -345,17 +355,17 @@ async def test_summaries_use_the_clients_model_when_it_offers_sampling(tmp_path:
         )
 
     async with Client(stdio_params(tmp_path), mode="legacy", sampling_callback=sample) as client:
-        result = await client.call_tool("summarize_research_topic", {"topic": "write-ahead log"})
+        result = await client.call_tool("summarize_reading", {"topic": "write-ahead log"})
     data = result.structured_content
     assert data["provider"] == "sampling"
-    assert data["summary"].startswith("WAL appends changes to a log [1].")
-    assert "[1] Write-Ahead Logging — https://sqlite.org/wal.html" in data["summary"]
+    assert "WAL appends changes to a log [1]." in text(result)
+    assert "[1] Write-Ahead Logging — https://sqlite.org/wal.html" in text(result)
     (prompt,) = prompts
     assert '<source n="1" kind="page" origin="web" url="https://sqlite.org/wal.html"' in prompt
 
     # A 2026-07-28 connection cannot carry server requests: the chain moves on.
     async with Client(stdio_params(tmp_path), sampling_callback=sample) as modern:
-        again = await modern.call_tool("summarize_research_topic", {"topic": "write-ahead log"})
+        again = await modern.call_tool("summarize_reading", {"topic": "write-ahead log"})
     assert again.structured_content["provider"] == "extractive"
     assert len(prompts) == 1
 
@@ -399,12 +409,12 @@ async def test_the_call_log_records_every_call_and_no_secrets(tmp_path: Path) ->
     log = tmp_path / "calls.jsonl"
     params = stdio_params(tmp_path, "--log-calls", str(log), MCP_CLIENT_ID="cursor")
     async with Client(params, mode="legacy") as client:
-        await client.call_tool("search_memory", {"query": "checkpoints"})
+        await client.call_tool("search_browsing", {"query": "checkpoints"})
         await client.call_tool("get_page", {"id": 99_999})
         await client.call_tool("memory_set", {"key": "k", "value": "v" * 1_000})
     entries = read_json_lines(log)
     assert [(e["tool"], e["ok"], e["client"]) for e in entries] == [
-        ("search_memory", True, "cursor"),
+        ("search_browsing", True, "cursor"),
         ("get_page", False, "cursor"),
         ("memory_set", True, "cursor"),
     ]
@@ -425,12 +435,12 @@ async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) ->
         await client.call_tool("memory_set", {"key": "pet/name", "value": "Fluffy is a tabby cat"})
         deadline = time.monotonic() + 180
         while True:  # the server embeds the seeded passages in the background
-            stats = await client.call_tool("memory_stats", {})
+            stats = await client.call_tool("get_status", {})
             if stats.structured_content["vectors_caught_up"]:
                 break
             assert time.monotonic() < deadline, "the passages were never embedded"
             await anyio.sleep(0.2)
-        found = await client.call_tool("search_memory", {"query": "fermented dough leavening"})
+        found = await client.call_tool("search_browsing", {"query": "fermented dough leavening"})
         assert found.structured_content["mode"] == "hybrid"
         urls = [r["url"] for r in found.structured_content["results"]]
         assert urls and urls[0] == "https://bread.example/sourdough"
@@ -438,7 +448,10 @@ async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) ->
             "memory_search", {"query": "appearance preference for screens", "top_k": 2}
         )
         assert text(facts).index("user/theme") < text(facts).index("pet/name")
-        stats = await client.call_tool("memory_stats", {})
+        assert len(facts.structured_content["results"]) == 2  # top_k, nearest first
+        one = await client.call_tool("memory_search", {"query": "cats", "top_k": 1})
+        assert [h["fact"]["key"] for h in one.structured_content["results"]] == ["pet/name"]
+        stats = await client.call_tool("get_status", {})
         assert stats.structured_content["model"] == "ready"
 
 

@@ -645,9 +645,9 @@ def test_facts_compare_and_swap_keep_history_and_are_searchable(memory: Memory) 
     memory.delete_fact("deploy/region", expected_version=3)
     with pytest.raises(FactNotFound):
         memory.get_fact("deploy/region")
-    assert [e.action for e in memory.fact_history("deploy/region")] == ["fact.set"] * 3 + [
-        "fact.delete"
-    ]
+    assert [e.action for e in memory.fact_history("deploy/region")] == [
+        "fact.set", "fact.cas_fail", "fact.set", "fact.cas_fail", "fact.set", "fact.delete",
+    ]  # fmt: skip
     assert memory.search_facts("north").results == []
 
 

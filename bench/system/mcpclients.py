@@ -24,6 +24,9 @@ from mcp.client.stdio import stdio_client
 from bench.system.hosts import children
 
 BACKTRAIL = str(Path(os.path.abspath(sys.executable)).with_name("backtrail"))
+SEARCH = "search_browsing"
+VAGUE = "search_browsing vague"
+"""How the calls of ``search_browsing(vague=true)`` are labelled in the results."""
 
 
 def server_params(home: Path, **env: str) -> StdioServerParameters:
@@ -74,11 +77,13 @@ class Client:
         return call
 
     async def search(self, query: str, limit: int = 10) -> Call:
-        return await self.call("search_memory", {"query": query, "limit": limit})
+        return await self.call("search_browsing", {"query": query, "limit": limit})
 
     async def forgotten(self, description: str, limit: int = 10) -> Call:
-        return await self.call("find_forgotten_content", {"description": description,
-                                                          "limit": limit})  # fmt: skip
+        call = await self.call("search_browsing", {"query": description, "limit": limit,
+                                                   "vague": True})  # fmt: skip
+        call.tool = VAGUE
+        return call
 
     async def close(self) -> None:
         if self._stack is not None:
@@ -139,7 +144,28 @@ async def closed_loop(
         out = []
         for n in range(per_client):
             q = queries[(i * per_client + n) % len(queries)]
-            out.append(await (c.search(q) if tool == "search_memory" else c.forgotten(q)))
+            out.append(await (c.search(q) if tool == SEARCH else c.forgotten(q)))
+        return out
+
+    results = await asyncio.gather(*(run(i, c) for i, c in enumerate(clients)))
+    return [call for part in results for call in part]
+
+
+async def open_loop(
+    clients: Sequence[Client], queries: Sequence[str], rate: float, seconds: float
+) -> list[Call]:
+    """Every client sends a search every ``1 / rate`` seconds (on a fixed schedule, not
+    after the previous answer) for ``seconds``; returns every call."""
+
+    async def run(i: int, c: Client) -> list[Call]:
+        out: list[Call] = []
+        start = time.perf_counter() + i / (rate * len(clients))
+        n = 0
+        while (due := start + n / rate) < start + seconds:
+            if (delay := due - time.perf_counter()) > 0:
+                await asyncio.sleep(delay)
+            out.append(await c.search(queries[(i * 997 + n) % len(queries)]))
+            n += 1
         return out
 
     results = await asyncio.gather(*(run(i, c) for i, c in enumerate(clients)))

@@ -72,12 +72,20 @@ def page_url(p: dict[str, Any], replica: int) -> str:
 
 
 class Corpus:
-    """The corpus passages and their cached vectors, loaded once."""
+    """The corpus passages and their cached vectors, loaded once. ``synthetic``: seeded
+    random unit vectors instead of the real ones (for CPU and latency runs on a machine
+    that cannot embed the corpus first; search quality is then meaningless)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, synthetic: bool = False) -> None:
         self.passages = corpus.load_passages()
         self.index_of = {p["id"]: i for i, p in enumerate(self.passages)}
         vec_path, ids_path = common.DATA_DIR / VECTORS_FILE, common.DATA_DIR / IDS_FILE
+        if synthetic:
+            rng = np.random.default_rng(7)
+            block = rng.standard_normal((len(self.passages), 384), dtype=np.float32)
+            self.vectors = block / np.linalg.norm(block, axis=1, keepdims=True)
+            self._round_cache = {0: self.vectors}
+            return
         if not vec_path.exists():
             from backtrail.indexer import embedding
             from bench.run_core import core_corpus_vectors

@@ -11,12 +11,12 @@ official ``mcp`` client spawning ``backtrail mcp`` over stdio for every query. P
    through the host with vectors from the cached real corpus vectors; at each tier:
    disk, baseline (FTS5 bm25() + numpy cosine over the same pages, same queries), MCP
    spawn-to-initialized / first search / RSS, capture-to-searchable while idle (real
-   HTML page, real embedder), and ``search_memory`` / ``find_forgotten_content`` p50/p95
+   HTML page, real embedder), and ``search_browsing`` (plain and ``vague``) p50/p95
    with 1 and 4 MCP clients while the host ingests 10 pages/s.
 3. ``quality`` (when the store holds the whole real corpus, 15,925 pages; else on the
    queries whose target is in the store): known-item MRR@10 / recall@10 of BM25, vector,
    hybrid and hybrid + decay through the service API, hybrid + decay through MCP, and the
-   baselines; ``temporal``: near-duplicate groups, find_forgotten_content must rank the
+   baselines; ``temporal``: near-duplicate groups, search_browsing(vague=true) must rank the
    recently-and-often visited copy first.
 4. ``soak``: 4 MCP clients querying while the host ingests 10 pages/s on the largest store.
 """
@@ -107,7 +107,7 @@ class SystemBench:
         self.home = self.work / "store" / "home"
         self.now_ms = int(time.time() * 1000)
         self.cpu = CpuMonitor()
-        self.corpus = Corpus()
+        self.corpus = Corpus(synthetic=args.vectors == "synthetic")
         self.cached = CachedEmbedder(self.corpus)
         self.url_ids: dict[str, int] = {}
         self.built = 0
@@ -449,7 +449,7 @@ class SystemBench:
         return out
 
     async def capture_latency(self, host: Host, client: mc.Client, count: int) -> dict[str, Any]:
-        """Frame sent until search_memory returns the page, one typical page at a time on
+        """Frame sent until search_browsing returns the page, one typical page at a time on
         an otherwise idle system (each sample waits for the previous page's vectors)."""
         samples, acks, timeouts = [], [], 0
         chosen = typical_pages(count, self.now_ms)
@@ -482,7 +482,8 @@ class SystemBench:
         return out
 
     async def load(self, host: Host, clients: list[mc.Client]) -> dict[str, Any]:
-        """search_memory / find_forgotten_content with 1 and 4 clients, ingest running."""
+        """search_browsing (plain and vague) with 1 and 4 closed-loop clients, then 4
+        clients at a fixed rate (open loop), ingest running."""
         a = self.args
         ingest = Ingest(host, self.stream, a.ingest_rate, on_page=self.register)
         ingest.start()
@@ -495,8 +496,8 @@ class SystemBench:
                     await c.forgotten(q)
             for n_clients, per in ((1, a.queries_1), (4, a.queries_4)):
                 group = clients[:n_clients]
-                for tool, qs in (("search_memory", self.latency_queries),
-                                 ("find_forgotten_content", self.forgotten_queries)):  # fmt: skip
+                for tool, qs in ((mc.SEARCH, self.latency_queries),
+                                 (mc.VAGUE, self.forgotten_queries)):  # fmt: skip
                     pids = [c.pid for c in group if c.pid]
                     cpu0 = [cpu_seconds(p) for p in pids], cpu_seconds(), cpu_seconds(host.pid)
                     t0 = time.perf_counter()
@@ -518,6 +519,7 @@ class SystemBench:
                         f"{row['server_cpu_ms_per_call']:.1f} ms, client "
                         f"{row['client_cpu_ms_per_call']:.1f} ms; host busy "
                         f"{row['host_cpu_share']:.2f} core")  # fmt: skip
+            out[f"{mc.SEARCH}/4 open loop"] = await self.open_loop(host, clients)
         finally:
             ingest.stop()
         status = host.status()
@@ -527,6 +529,28 @@ class SystemBench:
                          "index_lag_at_end": status["index_lag"],
                          "vector_lag_at_end": status["vector_lag"]}  # fmt: skip
         return out
+
+    async def open_loop(self, host: Host, clients: list[mc.Client]) -> dict[str, Any]:
+        """4 clients, each calling search_browsing at ``--open-loop-rate`` calls/s on a
+        fixed schedule, while the host ingests: the latency a user of each sees."""
+        a = self.args
+        pids = [c.pid for c in clients if c.pid]
+        cpu0 = [cpu_seconds(p) for p in pids], cpu_seconds(host.pid)
+        t0 = time.perf_counter()
+        calls = await mc.open_loop(clients, self.latency_queries, a.open_loop_rate,
+                                   a.open_loop_seconds)  # fmt: skip
+        wall = time.perf_counter() - t0
+        row = _ms(calls)
+        row["calls_per_s"] = len(calls) / wall
+        row["server_cpu_ms_per_call"] = (
+            (sum(cpu_seconds(p) for p in pids) - sum(cpu0[0])) / len(calls) * 1e3
+        )
+        row["host_cpu_share"] = (cpu_seconds(host.pid) - cpu0[1]) / wall
+        row["rate_per_client"] = a.open_loop_rate
+        say(f"  {mc.SEARCH} 4 clients at {a.open_loop_rate:g}/s each: p50 {row['p50_ms']:.1f} "
+            f"ms, p95 {row['p95_ms']:.1f} ms, {int(row['errors'])} errors; server CPU per call "
+            f"{row['server_cpu_ms_per_call']:.1f} ms; host busy {row['host_cpu_share']:.2f}")
+        return row
 
     # ------------------------------------------------------------- 3. quality
 
@@ -559,8 +583,8 @@ class SystemBench:
             for q in qs:
                 call = await client.search(q["query"], limit=10)
                 mcp_run[q["qid"]] = self._ids(mc.result_urls(call))
-            service_ms["hybrid + decay via MCP search_memory"] = _ms(client.calls[1:])
-            runs["hybrid + decay (MCP search_memory)"] = mcp_run
+            service_ms["hybrid + decay via MCP search_browsing"] = _ms(client.calls[1:])
+            runs["hybrid + decay (MCP search_browsing)"] = mcp_run
         finally:
             await client.close()
         base: dict[str, dict[str, list[int]]] = {"FTS5 bm25()": {}, "numpy cosine": {},
@@ -596,7 +620,7 @@ class SystemBench:
 
     async def temporal(self, groups: int) -> None:
         """Near-duplicate groups: 4 perturbed copies of one passage each, one of them
-        visited often and recently; find_forgotten_content must rank that one first."""
+        visited often and recently; search_browsing(vague=true) must rank that one first."""
         say(f"\n== temporal: {groups} groups of 4 near-duplicates")
         in_store = {p["id"] for p in self.corpus.passages[: min(self.built, QUALITY_SIZE)]}
         pool = [q for q in self.queries
@@ -738,9 +762,8 @@ class SystemBench:
             "error_examples": (errors + ingest.errors)[:5],
             "ingest_sent": ingest.sent, "ingest_per_s": ingest.sent / max(ingest.seconds, 1e-9),
             "latency": {
-                "search_memory": _ms([c for c in soak_calls if c.tool == "search_memory"]),
-                "find_forgotten_content": _ms([c for c in soak_calls
-                                               if c.tool == "find_forgotten_content"]),
+                mc.SEARCH: _ms([c for c in soak_calls if c.tool == mc.SEARCH]),
+                mc.VAGUE: _ms([c for c in soak_calls if c.tool == mc.VAGUE]),
             },
             "samples": samples,
         }  # fmt: skip
@@ -818,7 +841,11 @@ class SystemBench:
                                            if judged else set()))  # fmt: skip
         for size in checkpoints:
             self.phase(f"build {size}")
-            build = self.build_to(size)
+            if a.reuse_store and (self.home / "ledger.sqlite3").exists():
+                build, self.built = {"reused": True}, size
+                self.stream = _unseen(self.stream, self.home / "ledger.sqlite3")
+            else:
+                build = self.build_to(size)
             tier: dict[str, Any] = {"build": build}
             fts = brute = None
             if not self.skip("baseline") or size == min(QUALITY_SIZE, max(sizes)):
@@ -904,6 +931,17 @@ def disk_breakdown(home: Path) -> dict[str, int]:
     return {entry.name: common.dir_size(entry) for entry in sorted(home.iterdir())}
 
 
+def _unseen(pages: Iterator[Page], ledger: Path) -> Iterator[Page]:
+    """``pages`` without those an earlier run already captured (a reused store), so what
+    is ingested while queries run is new to the host."""
+    conn = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+    try:
+        known = {row[0] for row in conn.execute("SELECT url FROM pages")}
+    finally:
+        conn.close()
+    return (page for page in pages if page.url not in known)
+
+
 def _ledger_seq(path: Path) -> int:
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
@@ -943,9 +981,9 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     add("capture-to-searchable p95 (typical page, idle; worst tier)", c2s, "<= 2 s",
         None if c2s is None else c2s <= 2.0, f"{int(worst):,} pages" if worst else "")
     if largest is not None:
-        p95 = _get(tiers, largest, "load", "search_memory/4", "p95_ms")
+        p95 = _get(tiers, largest, "load", f"{mc.SEARCH}/4 open loop", "p95_ms")
         big = int(largest) >= 100_000
-        add(f"search_memory p95, 4 clients + ingest, {int(largest):,} pages", p95,
+        add(f"search_browsing p95, 4 clients at 2/s + ingest, {int(largest):,} pages", p95,
             "<= 25 ms at 100k", None if p95 is None or not big else p95 <= 25.0,
             "" if big else "tier below 100k: no verdict")
         spawn = _get(tiers, largest, "startup", "spawn_to_initialized_s", "median")
@@ -1016,7 +1054,9 @@ def report(r: dict[str, Any]) -> str:
             if "/" not in key:
                 continue
             tool, n = key.split("/")
-            lat.append({"pages": int(size), "tool": tool, "clients": int(n),
+            clients, _, how = n.partition(" ")
+            lat.append({"pages": int(size), "tool": f"{tool} ({how})" if how else tool,
+                        "clients": int(clients),
                         "p50 ms": row["p50_ms"], "p95 ms": row["p95_ms"],
                         "calls/s": row["calls_per_s"], "errors": int(row["errors"]),
                         "baseline p50 ms": base["p50_ms"] if base else "",
@@ -1054,7 +1094,7 @@ def report(r: dict[str, Any]) -> str:
                 common.markdown_table(qrows)]
     t = r.get("temporal")
     if t:
-        out += ["", f"Temporal check (find_forgotten_content): the often and recently visited "
+        out += ["", f"Temporal check (search_browsing vague): the often and recently visited "
                 f"copy ranked first among the near-duplicates in {t['first_rate']:.0%} of the "
                 f"groups with a copy in the top 10 ({t['groups']} groups, "
                 f"{t['groups_without_any_copy_in_top10']} without; first of all results: "
@@ -1068,9 +1108,9 @@ def report(r: dict[str, Any]) -> str:
         out += ["", "## Soak", common.markdown_table([{
             "seconds": s["seconds"], "calls": s["calls"], "calls/s": s["calls_per_s"],
             "errors": s["errors"], "ingested": s["ingest_sent"],
-            "search p50 ms": s["latency"]["search_memory"]["p50_ms"],
-            "search p95 ms": s["latency"]["search_memory"]["p95_ms"],
-            "forgotten p95 ms": s["latency"]["find_forgotten_content"]["p95_ms"],
+            "search p50 ms": s["latency"][mc.SEARCH]["p50_ms"],
+            "search p95 ms": s["latency"][mc.SEARCH]["p95_ms"],
+            "vague p95 ms": s["latency"][mc.VAGUE]["p95_ms"],
             "RSS growth worst": max(s["rss_growth_after_warmup"].values()),
             "text lag max": s["index_lag"]["max_after_warmup"],
             "vector lag start→end": f"{s['vector_lag']['start']}→{s['vector_lag']['end']}",
@@ -1104,6 +1144,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mcp-env", action="append", default=[], metavar="NAME=VALUE",
                    help="extra environment of the MCP servers (diagnostics, e.g. "
                    "BACKTRAIL_BACKGROUND_VECTORS=0)")
+    p.add_argument("--open-loop-rate", type=float, default=2.0,
+                   help="calls/s per client in the 4-client open-loop load run")
+    p.add_argument("--open-loop-seconds", type=float, default=60.0)
+    p.add_argument("--vectors", choices=("cached", "synthetic"), default="cached",
+                   help="synthetic: random vectors for the tier pages (CPU and latency only)")
+    p.add_argument("--reuse-store", action="store_true",
+                   help="the --workdir already holds a store of the largest size: measure it")
     p.add_argument("--workdir", default=None, help="default: a new /tmp/bt-sys-* directory")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     args = p.parse_args(argv)

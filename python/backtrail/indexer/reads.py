@@ -32,7 +32,7 @@ _ITEM_QUERIES: dict[str, tuple[str, str, str, type]] = {
     "highlight": ("highlights", "id, url, canonical_url, domain, text, context, note, "
                   "created_at, updated_at, external_id", "", Highlight),
     "note": ("notes", "id, content, url, canonical_url, domain, created_at, updated_at, "
-             "external_id", "", Note),
+             "external_id, author", "", Note),
     "bookmark": ("bookmarks", "id, profile, browser_id, url, canonical_url, domain, title, "
                  "folder, created_at, updated_at", "", Bookmark),
     "fact": ("facts", "id, key, value, version, client, created_at, updated_at",

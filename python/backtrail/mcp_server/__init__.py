@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -67,7 +68,7 @@ def main(
     except BacktrailError as error:
         _fail(error.message)
     except KeyboardInterrupt:
-        pass
+        raise SystemExit(130) from None
 
 
 def _fail(message: str) -> NoReturn:
@@ -156,9 +157,10 @@ def _preload(holder: MemoryHolder) -> None:
 
 
 def _serve_stdio(config: Config, settings: McpSettings) -> None:
-    """The SDK's stdio transport on the protocol's own copies of fds 0 and 1."""
+    """The SDK's low-level server over Backtrail's stdio transport
+    (:mod:`backtrail.mcp_server.stdio`) on the protocol's own copies of fds 0 and 1.
+    Ctrl-C (SIGINT) ends it with exit status 130; a second one ends it at once."""
     import anyio
-    from mcp.server.stdio import stdio_server
 
     wire_in, wire_out = _claim_stdio()
     holder = _holder(config, settings)
@@ -167,35 +169,52 @@ def _serve_stdio(config: Config, settings: McpSettings) -> None:
     # MCPServer.run_stdio_async serves only the process's own streams; the low-level
     # server it wraps takes the protocol's copies.
     lowlevel = server._lowlevel_server
+    interrupted = False
 
     async def run() -> None:
-        async with stdio_server(stdin=wire_in, stdout=wire_out) as (read, write):
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        nonlocal interrupted
+        from backtrail.mcp_server.stdio import stdio_transport
+
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+                        group.cancel_scope.cancel()
+                        return
+
+            async def serve() -> None:
+                async with stdio_transport(wire_in, wire_out) as (read, write):
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            group.start_soon(serve)
 
     try:
         anyio.run(run)
     finally:
         holder.close()
+    if interrupted:
+        logger.info("interrupted (SIGINT)")
+        raise SystemExit(130)
 
 
 def _claim_stdio() -> tuple[Any, Any]:
-    """Private duplicates of fds 0 and 1 for the protocol, as anyio text files. From here
-    on fd 0 reads the null device and fd 1 writes to stderr, so nothing a library prints
+    """Private duplicates of fds 0 and 1 for the protocol, as binary files. From here on
+    fd 0 reads the null device and fd 1 writes to stderr, so nothing a library prints
     while the server is built or serving can reach the wire."""
-    import io
-
-    import anyio
-
     sys.stdout.flush()
-    wire_in = os.fdopen(os.dup(0), "rb")
+    wire_in = os.fdopen(os.dup(0), "rb", buffering=0)
     wire_out = os.fdopen(os.dup(1), "wb", buffering=0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    text_in = io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace")
-    text_out = io.TextIOWrapper(wire_out, encoding="utf-8", write_through=True)
-    return anyio.wrap_file(text_in), anyio.wrap_file(text_out)
+    return wire_in, wire_out
 
 
 def _open_soon(holder: MemoryHolder, *, preload_model: bool) -> None:

@@ -1,44 +1,31 @@
-"""Tools that reach into the user's browser, and their read-only companions.
+"""Tools that reach into the user's browser: capture a page, bookmark one, group or
+close tabs.
 
-Browser actions (capture the active tab, create a bookmark, group or close tabs) are
-proposed through :class:`~backtrail.service.actions.ActionQueue`: a ledger row that the native
-host of the user's browser picks up and pushes to the extension over its open port. A
-tool waits a bounded time for the outcome (``BACKTRAIL_MCP_ACTION_WAIT``) and reports
-it; a browser that is not connected leaves the action pending, and the answer says so
-with the action id for ``get_action_status``. Refusals (the user did not allow the
-action in the extension's options) and failures (tabs closed meanwhile) are tool errors
-with the browser's reason; every step is in the audit log.
-
-Also here: ``find_related_content`` (pages near a page by its passage vectors) and
-``summarize_open_tabs`` (the open tabs through the summary chain).
+Each action is proposed through :class:`~backtrail.service.actions.ActionQueue`: a
+ledger row the native host of the user's browser picks up and pushes to the extension
+over its open port. A tool waits a bounded time for the outcome
+(``BACKTRAIL_MCP_ACTION_WAIT``) and reports it; a browser that is not connected leaves
+the action pending, and the answer says so with the action id for
+``get_status(action_id=...)``. Refusals (the user did not allow the action in the
+extension's options) and failures (tabs closed meanwhile) are tool errors with the
+browser's reason; every step is in the audit log.
 """
 
 # No `from __future__ import annotations`: the SDK reads these signatures at run time.
 
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult
 from pydantic import BaseModel, Field
 
 from backtrail.errors import BacktrailError, InvalidInput
-from backtrail.mcp_server.formatting import iso, web_block
-from backtrail.mcp_server.insight_tools import SummaryOutput, _provenance, _summary_output
-from backtrail.mcp_server.searching import render_results
-from backtrail.mcp_server.server import (
-    BROWSER,
-    CLOSES,
-    READ_ONLY,
-    SUMMARY,
-    Caller,
-    Reply,
-    Runtime,
-)
-from backtrail.mcp_server.tools import render_page
-from backtrail.service import Action, PageText, SearchResult, Tab, insights
-from backtrail.service.actions import GROUP_COLORS, MAX_TABS, ActionQueue, describe, wire_id
+from backtrail.mcp_server.arguments import Text, Url, count
+from backtrail.mcp_server.browsing import PageOutput, StatusOutput, page_output, render_page
+from backtrail.mcp_server.formatting import iso
+from backtrail.mcp_server.server import BROWSER, CLOSES, Call, Reply, tool
+from backtrail.service import Action
+from backtrail.service.actions import GROUP_COLORS, MAX_TABS, wire_id
 
-__all__ = ["register", "ActionOutput", "ActionFailed", "ActionRefused", "ActionExpired"]
+__all__ = ["ActionFailed", "ActionRefused", "ActionExpired", "action_status"]
 
 MAX_GROUPS = 20
 Color = Literal["grey", "blue", "red", "yellow", "green", "pink", "purple", "cyan", "orange"]
@@ -84,64 +71,54 @@ _ADVICE: dict[tuple[str, object], str] = {
 # --------------------------------------------------------------------- models
 
 
-class ActionOutput(BaseModel):
-    action_id: str = Field(description="Pass it to get_action_status.")
+class ActionInfo(BaseModel):
+    action_id: str
     type: str
-    status: str = Field(
-        description="pending (no browser has taken it yet), sent (the browser is on it), "
-        "done, failed, refused (not allowed by the user), expired"
-    )
-    result: dict[str, Any] | None
-    error: dict[str, Any] | None
-    created_at: int
-    updated_at: int
+    status: str
+    result: dict[str, Any] | None = None
 
 
 class CaptureOutput(BaseModel):
-    action: ActionOutput | None = Field(description="None when the text was saved directly.")
-    page: PageText | None = Field(description="The captured text (first max_chars characters).")
+    action: ActionInfo | None = None
+    page: PageOutput | None = None
 
 
 class BookmarkOutput(BaseModel):
-    action: ActionOutput | None
+    action: ActionInfo | None = None
     already_bookmarked: bool
 
 
 class GroupSpec(BaseModel):
-    tab_ids: list[int] = Field(description=f"Tab ids from get_open_tabs (1-{MAX_TABS}).")
-    name: str | None = Field(default=None, description="The group's title, e.g. 'Rust async'.")
-    color: Color | None = Field(default=None, description="The group's colour.")
-
-
-class GroupingOutput(BaseModel):
-    actions: list[ActionOutput]
-    done: int
-    unfinished: int = Field(description="Groups whose action is still pending or sent.")
+    tab_ids: list[Annotated[int, Field(strict=True, ge=0)]] = Field(
+        min_length=1, max_length=MAX_TABS
+    )
+    name: str | None = Field(default=None, max_length=200, description="e.g. 'Rust async'")
+    color: Color | None = None
 
 
 class TabsActionOutput(BaseModel):
-    action: ActionOutput
+    actions: list[ActionInfo]
+    done: int
+    unfinished: int
 
 
-class RelatedOutput(BaseModel):
-    related: insights.Related | None = Field(description="For url or id: the related pages.")
-    results: list[SearchResult] | None = Field(
-        default=None, description="For query: the pages about it, best first."
-    )
+def _info(action: Action) -> ActionInfo:
+    numbers = {k: v for k, v in (action.result or {}).items()
+               if isinstance(v, (int, float, bool)) or k in ("folder",)}  # fmt: skip
+    return ActionInfo(action_id=wire_id(action), type=action.type, status=action.status,
+                      result=numbers or None)  # fmt: skip
 
 
-class OpenTabsSummaryOutput(SummaryOutput):
-    open_tabs: int
-    summarised_tabs: int
-    uncaptured: list[Tab]
-
-
-def _output(action: Action) -> ActionOutput:
-    return ActionOutput(
-        action_id=wire_id(action), type=action.type, status=action.status,
-        result=action.result, error=action.error, created_at=action.created_at,
-        updated_at=action.updated_at,
-    )  # fmt: skip
+def _line(action: Action) -> str:
+    """One line about an action, with no text from a web page in it."""
+    head = f"{action.type} {wire_id(action)}: {action.status}"
+    if action.error:
+        return f"{head} ({action.error.get('message', 'no reason given')})"
+    numbers = {k: v for k, v in (action.result or {}).items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}  # fmt: skip
+    if action.status == "done" and numbers:
+        return f"{head} ({', '.join(f'{k} {v}' for k, v in sorted(numbers.items()))})"
+    return head
 
 
 def _settle(action: Action) -> None:
@@ -153,302 +130,153 @@ def _settle(action: Action) -> None:
 
 
 def _waiting(action: Action) -> str:
+    check = f"check it with get_status(action_id={wire_id(action)!r})"
     if action.status == "pending":
         return (
             f"No browser has picked up {action.type} {wire_id(action)} yet (is the browser "
-            "open, with the Backtrail extension connected?). It stays queued until "
-            f"{iso(action.expires_at)}; check it with get_action_status."
+            f"open, with the Backtrail extension connected?). It stays queued until "
+            f"{iso(action.expires_at)}; {check}."
         )
-    return (
-        f"The browser is performing {action.type} {wire_id(action)} but has not reported "
-        "back yet; check it with get_action_status."
-    )
+    return (f"The browser is performing {action.type} {wire_id(action)} but has not "
+            f"reported back yet; {check}.")  # fmt: skip
+
+
+async def _propose(call: Call, method: str, *args: Any, **kwargs: Any) -> Action:
+    actions = call.memory.actions
+    settings = call.settings
+    action = await call.attributed(getattr(actions, method), *args, ttl=settings.action_ttl,
+                                   **kwargs)  # fmt: skip
+    return await _wait(call, action)
+
+
+async def _wait(call: Call, action: Action) -> Action:
+    settings = call.settings
+    return await call.blocking(call.memory.actions.wait, action.id,
+                               claim_timeout=settings.action_claim_wait,
+                               timeout=settings.action_wait)  # fmt: skip
+
+
+async def action_status(call: Call, action_id: str) -> Reply[StatusOutput]:
+    """``get_status(action_id=...)``: the state of a browser action."""
+    action = await call.blocking(call.memory.actions.get, action_id)
+    text = _line(action)
+    if action.status in ("pending", "sent"):
+        text += "\n" + _waiting(action)
+    elif action.type == "capture_tab" and action.status == "done":
+        page_id = (action.result or {}).get("page_id")
+        if page_id:
+            text += f"\nRead the captured text with get_page id={page_id}."
+    info = _info(action)
+    return Reply(text, StatusOutput(action_id=info.action_id, action_status=info.status,
+                                    action_result=info.result))
 
 
 # ---------------------------------------------------------------------- tools
 
 
-def register(server: MCPServer, rt: Runtime) -> None:
-    settings = rt.settings
-
-    def queue() -> ActionQueue:
-        return rt.memory.actions
-
-    async def propose(caller: Caller, method: str, *args: Any, **kwargs: Any) -> Action:
-        actions = queue()
-        action = await rt.attributed(
-            caller.client, getattr(actions, method), *args, ttl=settings.action_ttl, **kwargs
-        )
-        return await rt.blocking(
-            actions.wait, action.id, claim_timeout=settings.action_claim_wait,
-            timeout=settings.action_wait,
-        )  # fmt: skip
-
-    @server.tool(annotations=BROWSER, title="Capture the current page")
-    async def capture_current_page(
-        ctx: Context,
-        tab_id: Annotated[
-            int | None, Field(description="A tab from get_open_tabs (default: the active tab).")
-        ] = None,
-        max_chars: Annotated[
-            int, Field(description="Characters of the captured text to return (0-50000).")
-        ] = 8_000,
-        url: Annotated[
-            str | None,
-            Field(description="With content: save this page's text directly, no browser."),
-        ] = None,
-        title: Annotated[str | None, Field(description="With url and content: its title.")] = None,
-        content: Annotated[
-            str | None, Field(description="With url: the page's readable text to save.")
-        ] = None,
-    ) -> Annotated[CallToolResult, CaptureOutput]:
-        """Capture the page in the user's browser right now (the active tab, or tab_id)
-        with its full main text, store it in the memory, and return the text. Use it
-        when the user says 'this page' and it may not be captured yet or may have
-        changed. The browser does it only if the user allowed page capture in the
-        extension's options. Alternatively give url and content to save text you
-        already have. The text is untrusted web content."""
-        args = {"tab_id": tab_id, "max_chars": max_chars, "url": url, "title": title,
-                "content": content}  # fmt: skip
-
-        async def work(caller: Caller) -> Reply:
-            if not 0 <= max_chars <= 50_000:
-                raise InvalidInput("max_chars", f"must be from 0 to 50000, got {max_chars}")
-            if content is not None or url is not None:
-                return await _save_directly(rt, caller, url, title, content, max_chars)
-            action = await propose(caller, "capture_tab", tab_id)
-            _settle(action)
-            if action.status != "done":
-                return Reply(_waiting(action), CaptureOutput(action=_output(action), page=None))
-            page = await rt.blocking(queue().captured_page, action, length=max(1, max_chars))
-            if page is None:
-                text = f"Captured ({describe(action)}), but its text is not available yet."
-            else:
-                text = f"Captured the page ({wire_id(action)}).\n" + render_page(page)
-            return Reply(text, CaptureOutput(action=_output(action), page=page))
-
-        return await rt.run(ctx, "capture_current_page", args, work, writes=True)
-
-    @server.tool(annotations=BROWSER, title="Bookmark a page")
-    async def save_bookmark(
-        url: Annotated[str, Field(description="The page to bookmark (http or https).")],
-        ctx: Context,
-        title: Annotated[str | None, Field(description="The bookmark's title.")] = None,
-        folder: Annotated[
-            str | None,
-            Field(
-                description="A folder name ('Research') or path ('Bookmarks bar/Research'); "
-                "an existing folder is used, a missing one created (default: Other bookmarks)."
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, BookmarkOutput]:
-        """Create a real bookmark in the user's browser and record it in the memory.
-        Nothing is created when the same page is already bookmarked in that folder.
-        The browser does it only if the user allowed bookmarking in the extension's
-        options."""
-        args = {"url": url, "title": title, "folder": folder}
-
-        async def work(caller: Caller) -> Reply:
-            existing = await rt.blocking(_existing_bookmark, rt, url, folder)
-            if existing is not None:
-                where = existing.folder or "/"
-                return Reply(
-                    f"Already bookmarked: {existing.title or existing.url} in {where}.",
-                    BookmarkOutput(action=None, already_bookmarked=True),
-                )
-            action = await propose(caller, "create_bookmark", url, title=title, folder=folder)
-            _settle(action)
-            data = BookmarkOutput(action=_output(action), already_bookmarked=False)
-            if action.status != "done":
-                return Reply(_waiting(action), data)
-            where = (action.result or {}).get("folder") or folder or "Other bookmarks"
-            return Reply(f"Bookmarked {url} in {where} ({describe(action)}).", data)
-
-        return await rt.run(ctx, "save_bookmark", args, work, writes=True)
-
-    @server.tool(annotations=BROWSER, title="Group tabs")
-    async def apply_tab_grouping(
-        groups: Annotated[
-            list[GroupSpec],
-            Field(description=f"1-{MAX_GROUPS} groups, each a list of tab ids, a name and a "
-                  "colour."),  # fmt: skip
-        ],
-        ctx: Context,
-    ) -> Annotated[CallToolResult, GroupingOutput]:
-        """Organise the user's open tabs into named, coloured tab groups in their
-        browser (tab ids from get_open_tabs; one new group per entry). The browser does
-        it only if the user allowed tab grouping in the extension's options. Tabs closed
-        meanwhile are skipped; a group none of whose tabs exist fails."""
-        args = {"groups": [g.model_dump() for g in groups]}
-
-        async def work(caller: Caller) -> Reply:
-            if not 1 <= len(groups) <= MAX_GROUPS:
-                raise InvalidInput("groups", f"give 1 to {MAX_GROUPS} groups, got {len(groups)}")
-            actions = queue()
-            proposed = []
-            for group in groups:
-                proposed.append(await rt.attributed(
-                    caller.client, actions.group_tabs, group.tab_ids, title=group.name,
-                    color=group.color, ttl=settings.action_ttl,
-                ))  # fmt: skip
-            final = [
-                await rt.blocking(
-                    actions.wait, action.id, claim_timeout=settings.action_claim_wait,
-                    timeout=settings.action_wait,
-                )  # fmt: skip
-                for action in proposed
-            ]
-            done = sum(a.status == "done" for a in final)
-            unfinished = sum(a.status in ("pending", "sent") for a in final)
-            if not done and not unfinished:
-                _settle(final[0])
-            lines = [f"- {group.name or '(unnamed)'}: {describe(action)}"
-                     for group, action in zip(groups, final, strict=True)]  # fmt: skip
-            head = f"{done} of {len(final)} tab groups created."
-            if unfinished:
-                head += " " + _waiting(next(a for a in final if a.status in ("pending", "sent")))
-            data = GroupingOutput(actions=[_output(a) for a in final], done=done,
-                                  unfinished=unfinished)  # fmt: skip
-            return Reply(head + "\n" + "\n".join(lines), data)
-
-        return await rt.run(ctx, "apply_tab_grouping", args, work, writes=True)
-
-    @server.tool(annotations=CLOSES, title="Close tabs")
-    async def close_tabs(
-        tab_ids: Annotated[list[int], Field(description="Tab ids from get_open_tabs.")],
-        ctx: Context,
-    ) -> Annotated[CallToolResult, TabsActionOutput]:
-        """Close tabs in the user's browser. Off unless the user turned on 'Close tabs'
-        in the Backtrail extension's options; only do this when the user asked (see
-        suggest_tab_cleanup for what could go). Tabs already closed are skipped."""
-        args = {"tab_ids": tab_ids}
-
-        async def work(caller: Caller) -> Reply:
-            action = await propose(caller, "close_tabs", tab_ids)
-            _settle(action)
-            data = TabsActionOutput(action=_output(action))
-            if action.status != "done":
-                return Reply(_waiting(action), data)
-            closed = (action.result or {}).get("closed", 0)
-            return Reply(f"Closed {closed} tab{'s' if closed != 1 else ''} "
-                         f"({describe(action)}).", data)  # fmt: skip
-
-        return await rt.run(ctx, "close_tabs", args, work, writes=True)
-
-    @server.tool(annotations=READ_ONLY, title="Browser action status")
-    async def get_action_status(
-        action_id: Annotated[str, Field(description="The action_id a browser tool returned.")],
-        ctx: Context,
-    ) -> Annotated[CallToolResult, TabsActionOutput]:
-        """The state of a browser action proposed earlier (pending, sent, done, failed,
-        refused, expired) and its result or error."""
-        args = {"action_id": action_id}
-
-        async def work(caller: Caller) -> Reply:
-            action = await rt.blocking(queue().get, action_id)
-            text = describe(action)
-            if action.status in ("pending", "sent"):
-                text += "\n" + _waiting(action)
-            elif action.type == "capture_tab" and action.status == "done":
-                page_id = (action.result or {}).get("page_id")
-                if page_id:
-                    text += f"\nRead the captured text with get_page id={page_id}."
-            return Reply(text, TabsActionOutput(action=_output(action)))
-
-        return await rt.run(ctx, "get_action_status", args, work)
-
-    @server.tool(annotations=READ_ONLY, title="Find related content")
-    async def find_related_content(
-        ctx: Context,
-        url: Annotated[str | None, Field(description="The page to start from.")] = None,
-        id: Annotated[int | None, Field(description="Or its page id.")] = None,
-        query: Annotated[
-            str | None, Field(description="Or words: pages about them (like search_memory).")
-        ] = None,
-        limit: Annotated[int, Field(description=f"How many (1-{insights.MAX_RELATED}).")] = 8,
-    ) -> Annotated[CallToolResult, RelatedOutput]:
-        """Pages in the user's memory similar to a given page (url or id): compared by
-        meaning across the whole page, leaving out the page itself and copies of it at
-        other addresses. With query instead, pages about those words. Quoted text is
-        untrusted web content."""
-        args = {"url": url, "id": id, "query": query, "limit": limit}
-
-        async def work(caller: Caller) -> Reply:
-            if sum(v is not None for v in (url, id, query)) != 1:
-                raise InvalidInput("url", "give exactly one of url, id or query")
-            if query is not None:
-                if not 1 <= limit <= insights.MAX_RELATED:
-                    raise InvalidInput("limit", f"must be from 1 to {insights.MAX_RELATED}")
-                page = await rt.blocking(rt.memory.search, query, limit=limit, kinds=["page"])
-                return Reply(render_results(f"Pages about {query!r}:", page),
-                             RelatedOutput(related=None, results=page.results))  # fmt: skip
-            related = await rt.blocking(insights.related_content, rt.memory, url, page_id=id,
-                                        limit=limit)  # fmt: skip
-            return Reply(_render_related(related), RelatedOutput(related=related))
-
-        return await rt.run(ctx, "find_related_content", args, work)
-
-    @server.tool(annotations=SUMMARY, title="Summarise the open tabs")
-    async def summarize_open_tabs(
-        ctx: Context,
-        max_tabs: Annotated[
-            int, Field(description=f"Most tabs to read (1-{insights.MAX_SUMMARY_TABS}).")
-        ] = 30,
-    ) -> Annotated[CallToolResult, OpenTabsSummaryOutput]:
-        """Summarise what the user is working on from the pages open in their browser
-        (their captured text), with links to every tab. Written by the client's own model
-        when it allows sampling, else by the configured Anthropic or Ollama model, else
-        extracted from the pages' key sentences."""
-        args = {"max_tabs": max_tabs}
-
-        async def work(caller: Caller) -> Reply:
-            tabs = await rt.blocking(insights.open_tab_sources, rt.memory, max_tabs=max_tabs)
-            summary = await rt.chain.summarize(
-                "Summarise what I am reading and working on in my open browser tabs",
-                tabs.sources, sampler=rt.sampler(ctx),
-            )  # fmt: skip
-            text = f"{summary.text}\n\n{_provenance(summary)}"
-            if tabs.uncaptured:
-                lines = [f"- tab {t.tab_id}: {t.title or '(untitled)'} — {t.url}"
-                         for t in tabs.uncaptured]  # fmt: skip
-                text += (
-                    f"\n\n{len(tabs.uncaptured)} open tabs have no captured text yet "
-                    "(capture_current_page can capture one):\n"
-                    + web_block("\n".join(lines), source="browser", kind="tab titles",
-                                captured_at=None)  # fmt: skip
-                )
-            if tabs.omitted:
-                text += f"\n({tabs.omitted} more tabs were not read: raise max_tabs.)"
-            data = OpenTabsSummaryOutput(
-                **_summary_output(summary).model_dump(), open_tabs=tabs.total,
-                summarised_tabs=len(tabs.sources), uncaptured=list(tabs.uncaptured),
-            )  # fmt: skip
-            return Reply(text, data)
-
-        return await rt.run(ctx, "summarize_open_tabs", args, work)
+@tool("Capture a page", BROWSER)
+async def capture_page(
+    call: Call,
+    *,
+    tab_id: Annotated[int | None, count("A tab from get_open_tabs (default: the active "
+                                        "tab).", 2**31, 0)] = None,  # fmt: skip
+    url: Url = None,
+    title: Annotated[str | None, Text("With url and content: its title.", 1_000)] = None,
+    content: Annotated[str | None, Text("With url: the page's readable text to save, no "
+                                        "browser needed.", 1_000_000)] = None,  # fmt: skip
+    max_chars: Annotated[int, count("Characters of the captured text to return.", 50_000,
+                                    0)] = 8_000,  # fmt: skip
+) -> Reply[CaptureOutput]:
+    """Capture the page open in the user's browser now (active tab or tab_id) and return
+    its text, if the user allowed it; or save text you have (url + content)."""
+    if content is not None or url is not None:
+        if url is None or content is None:
+            raise InvalidInput("content", "give both url and content to save a page directly")
+        receipt = await call.attributed(call.memory.capture_page, url, text=content, title=title)
+        page = await call.blocking(call.memory.get_page, page_id=receipt.page_id,
+                                   length=max(1, max_chars))  # fmt: skip
+        text = f"Saved the page ({receipt.outcome}).\n" + render_page(page)
+        return Reply(text, CaptureOutput(page=page_output(page)))
+    action = await _propose(call, "capture_tab", tab_id)
+    _settle(action)
+    if action.status != "done":
+        return Reply(_waiting(action), CaptureOutput(action=_info(action)))
+    page = await call.blocking(call.memory.actions.captured_page, action,
+                               length=max(1, max_chars))  # fmt: skip
+    if page is None:
+        text = f"Captured ({_line(action)}), but its text is not available yet."
+        return Reply(text, CaptureOutput(action=_info(action)))
+    text = f"Captured the page ({wire_id(action)}).\n" + render_page(page)
+    return Reply(text, CaptureOutput(action=_info(action), page=page_output(page)))
 
 
-# -------------------------------------------------------------------- helpers
+@tool("Bookmark a page", BROWSER)
+async def save_bookmark(
+    call: Call,
+    *,
+    url: Annotated[str, Text("The page to bookmark (http or https).", 2048)],
+    title: Annotated[str | None, Text("The bookmark's title.", 1_000)] = None,
+    folder: Annotated[str | None, Text("A folder name or path ('Bookmarks bar/Research'); "
+                                       "missing folders are created.", 500)] = None,  # fmt: skip
+) -> Reply[BookmarkOutput]:
+    """Create a bookmark in the user's browser (nothing new if already there), if the
+    user allowed it."""
+    existing = await call.blocking(_existing_bookmark, call, url, folder)
+    if existing is not None:
+        return Reply(f"Already bookmarked (bookmark {existing.id}, folder "
+                     f"{existing.folder or '/'}).", BookmarkOutput(already_bookmarked=True))
+    action = await _propose(call, "create_bookmark", url, title=title, folder=folder)
+    _settle(action)
+    data = BookmarkOutput(action=_info(action), already_bookmarked=False)
+    if action.status != "done":
+        return Reply(_waiting(action), data)
+    where = (action.result or {}).get("folder") or folder or "Other bookmarks"
+    return Reply(f"Bookmarked it in {where} ({_line(action)}).", data)
 
 
-async def _save_directly(
-    rt: Runtime, caller: Caller, url: str | None, title: str | None, content: str | None,
-    max_chars: int,
-) -> Reply:  # fmt: skip
-    if url is None or content is None:
-        raise InvalidInput("content", "give both url and content to save a page directly")
-    receipt = await rt.attributed(caller.client, rt.memory.capture_page, url, text=content,
-                                  title=title)  # fmt: skip
-    page = await rt.blocking(rt.memory.get_page, page_id=receipt.page_id,
-                             length=max(1, max_chars))  # fmt: skip
-    text = f"Saved the page ({receipt.outcome}).\n" + render_page(page)
-    return Reply(text, CaptureOutput(action=None, page=page))
+@tool("Group or close tabs", CLOSES)
+async def organize_tabs(
+    call: Call,
+    *,
+    groups: Annotated[list[GroupSpec] | None, Field(
+        min_length=1, max_length=MAX_GROUPS,
+        description="New tab groups: tab_ids (from get_open_tabs), name, color.")] = None,
+    close: Annotated[list[Annotated[int, Field(strict=True, ge=0)]] | None, Field(
+        min_length=1, max_length=MAX_TABS,
+        description="Tab ids to close (off unless the user allowed it; only when asked).")]
+    = None,
+) -> Reply[TabsActionOutput]:
+    """Group the user's open tabs into named, coloured groups and/or close tabs, as far as
+    the user allowed each in the extension's options."""
+    if not groups and not close:
+        raise InvalidInput("groups", "give groups, close, or both")
+    actions = call.memory.actions
+    proposed: list[tuple[str, Action]] = []
+    for group in groups or []:
+        action = await call.attributed(actions.group_tabs, group.tab_ids, title=group.name,
+                                       color=group.color, ttl=call.settings.action_ttl)
+        proposed.append((f"group {group.name or '(unnamed)'}", action))
+    if close:
+        action = await call.attributed(actions.close_tabs, close, ttl=call.settings.action_ttl)
+        proposed.append(("close", action))
+    final = [(what, await _wait(call, action)) for what, action in proposed]
+    done = sum(a.status == "done" for _, a in final)
+    unfinished = sum(a.status in ("pending", "sent") for _, a in final)
+    if not done and not unfinished:
+        _settle(final[0][1])
+    lines = [f"- {what}: {_line(a)}" for what, a in final]
+    head = f"{done} of {len(final)} tab actions done."
+    if unfinished:
+        head += " " + _waiting(next(a for _, a in final if a.status in ("pending", "sent")))
+    return Reply(head + "\n" + "\n".join(lines),
+                 TabsActionOutput(actions=[_info(a) for _, a in final], done=done,
+                                  unfinished=unfinished))  # fmt: skip
 
 
-def _existing_bookmark(rt: Runtime, url: str, folder: str | None) -> Any:
+def _existing_bookmark(call: Call, url: str, folder: str | None) -> Any:
     """A stored bookmark of ``url`` in ``folder`` (any folder when none is given)."""
     try:
-        found = rt.memory.list_bookmarks(url=url, limit=100)
+        found = call.memory.list_bookmarks(url=url, limit=100)
     except InvalidInput:
         return None  # the proposal reports the bad URL
     if folder is None:
@@ -459,22 +287,3 @@ def _existing_bookmark(rt: Runtime, url: str, folder: str | None) -> Any:
         if wanted and (path == wanted or path.endswith("/" + wanted)):
             return bookmark
     return None
-
-
-def _render_related(related: insights.Related) -> str:
-    how = "by meaning (passage vectors)" if related.method == "vectors" else "by key words"
-    lines = [f"Pages related to {related.title or related.url} (page {related.page_id}), {how}:"]
-    if related.note:
-        lines.append(f"({related.note}.)")
-    if not related.pages:
-        lines.append("No related pages found.")
-    for number, page in enumerate(related.pages, 1):
-        lines.append(f"\n[{number}] {page.title or page.url} — {page.url} (page id "
-                     f"{page.page_id}, similarity {page.score:.2f}, last seen "
-                     f"{iso(page.last_seen)})")  # fmt: skip
-        lines.append(web_block(page.snippet, source=page.url, kind="page",
-                               captured_at=page.captured_at))  # fmt: skip
-    if related.duplicates:
-        copies = ", ".join(f"{d.url} (page {d.page_id})" for d in related.duplicates)
-        lines.append(f"\nLeft out as copies of the same page: {copies}")
-    return "\n".join(lines)

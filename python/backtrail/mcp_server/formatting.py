@@ -1,11 +1,12 @@
 """Translation between what a model types and what the service takes, and the labelled
 text blocks results are rendered in.
 
-Captured web text is untrusted: every piece of it the server returns sits inside a
-``<web_content>`` element that names its source URL, capture time and kind, so the model
-can tell it from the user's own notes (``<user_note>``), from facts written by
-assistants (``<shared_fact>``) and from instructions. Delimiters inside the text itself
-are defused, so a page cannot close its own block.
+Captured web text is untrusted: every piece of it the server returns, titles and page
+addresses included, sits inside a ``<web_content>`` element that names its source URL,
+capture time and kind, so the model can tell it from the user's own notes
+(``<user_note>``), from notes and facts written by assistants (``<assistant_note>``,
+``<shared_fact>``, each naming its writer) and from instructions. Delimiters inside the
+text itself are defused, so a page cannot close its own block or forge another.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from backtrail.errors import InvalidInput
 
 _RELATIVE = re.compile(r"^(\d{1,6})\s*(m|min|mins|minutes?|h|hours?|d|days?|w|weeks?)(\s+ago)?$")
 _UNITS = {"m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
-_TAGS = re.compile(r"<(/?)(web_content|user_note|shared_fact)", re.IGNORECASE)
+_TAGS = re.compile(
+    r"<(\s*/?\s*)(web_content|user_note|shared_fact|assistant_note)", re.IGNORECASE
+)
 TIME_HELP = (
-    "an ISO date ('2024-05-01') or date-time ('2024-05-01T14:30:00Z'), a relative time "
-    "('30m', '12h', '7d', '2w' ago), 'today', 'yesterday', or unix seconds"
+    "an ISO date or date-time, '30m', '12h', '7d', '2w' (ago), 'today', 'yesterday' or unix "
+    "seconds"
 )
 
 
@@ -67,7 +70,7 @@ def iso(ts: int | None) -> str:
     """``2024-05-01T14:30:00Z`` (or ``unknown``)."""
     if ts is None:
         return "unknown"
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def parse_cursor(cursor: str | None, field: str = "cursor") -> int:
@@ -93,18 +96,37 @@ def defuse(text: str) -> str:
     return _TAGS.sub(r"&lt;\1\2", text)
 
 
-def web_block(text: str, *, source: str | None, kind: str, captured_at: int | None) -> str:
-    """Untrusted web text, delimited and labelled with where and when it came from."""
+def web_block(
+    text: str,
+    *,
+    source: str | None,
+    kind: str,
+    captured_at: int | None = None,
+    title: str | None = None,
+) -> str:
+    """Untrusted web text (with its page's ``title`` on a first line, when given),
+    delimited and labelled with where and when it came from."""
+    head = f"title: {title}\n" if title else ""
+    captured = f' captured="{iso(captured_at)}"' if captured_at is not None else ""
     return (
-        f'<web_content source="{_attr(source)}" kind="{_attr(kind)}" '
-        f'captured="{iso(captured_at)}" trust="untrusted">\n{defuse(text)}\n</web_content>'
+        f'<web_content source="{_attr(source)}" kind="{_attr(kind)}"{captured} '
+        f'trust="untrusted">\n{defuse(head + text)}\n</web_content>'
     )
 
 
-def note_block(text: str, *, about: str | None, written_at: int | None) -> str:
-    """A note the user wrote."""
+def note_block(
+    text: str, *, about: str | None, written_at: int | None, author: str | None = None
+) -> str:
+    """A note: the user's own words (``author`` ``None``), or an assistant's, labelled
+    with the client that wrote it."""
+    about_attr = f' about="{_attr(about)}"' if about else ""
+    if author:
+        return (
+            f'<assistant_note written_by="{_attr(author)}"{about_attr} '
+            f'written="{iso(written_at)}">\n{defuse(text)}\n</assistant_note>'
+        )
     return (
-        f'<user_note about="{_attr(about)}" written="{iso(written_at)}">\n{defuse(text)}\n'
+        f'<user_note{about_attr} written="{iso(written_at)}">\n{defuse(text)}\n'
         "</user_note>"
     )
 

@@ -1,8 +1,7 @@
 """The one :class:`~backtrail.service.memory.Memory` a server opens, on first use.
 
-Apart from :mod:`backtrail.mcp_server.server`, which imports the MCP SDK: the stdio
-runner needs a holder while the SDK is still loading, to load the embedding model beside
-it when a search arrives early.
+Apart from :mod:`backtrail.mcp_server.server`, which imports the MCP SDK, so the runner
+can start opening the memory on a thread of its own while the server is built.
 """
 
 from __future__ import annotations

@@ -18,8 +18,17 @@
   cannot call tools that change anything. With the single ``MCP_AUTH_TOKEN`` the
   ``client_id`` argument is honoured as in mcp-memory-bridge (self-reported).
 - **Host allow-list.** Against DNS rebinding, the ``Host`` header must name
-  ``127.0.0.1``, ``localhost`` or ``[::1]`` (any port) or one of the allowed hosts;
-  otherwise ``421``. The SDK's own Origin check runs behind it with the same hosts.
+  ``127.0.0.1``, ``localhost`` or ``[::1]`` (any port) or one of the allowed hosts, in
+  any case; otherwise ``421``. The SDK's own Origin check runs behind it with the same
+  hosts.
+- **Both kinds of client.** A client that accepts ``text/event-stream`` gets the SDK's
+  SSE answers (and server requests such as sampling); one that accepts only
+  ``application/json`` (mcp-memory-bridge's raw client) gets plain JSON answers, from a
+  second session manager in the SDK's JSON-response mode.
+- **Slow or idle connections.** A connection must send its request's headers within
+  ``HEADER_TIMEOUT`` seconds, an idle keep-alive connection is closed after
+  ``KEEP_ALIVE`` seconds, and at most ``MAX_CONNECTIONS`` are served at once (503 past
+  that), all by uvicorn's own mechanisms.
 - Binds ``127.0.0.1`` unless told otherwise.
 """
 
@@ -48,6 +57,12 @@ logger = logging.getLogger(__name__)
 
 MIN_TOKEN_CHARS = 16
 HTTP_PATH = "/mcp"
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection has to send a request's headers."""
+KEEP_ALIVE = 5
+"""Seconds an idle keep-alive connection stays open."""
+MAX_CONNECTIONS = 64
+"""Connections and requests served at once."""
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:@/+-]{1,64}$")
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -301,7 +316,12 @@ class BearerGate:
             token=entry.fingerprint, client_id=entry.client_id, scopes=[entry.scope],
             claims={"backtrail_assigned": entry.assigned},
         )  # fmt: skip
-        scope = {**scope, "user": AuthenticatedUser(token), "auth": AuthCredentials([entry.scope])}
+        headers = [
+            (key, value.lower() if key.lower() in (b"host", b"origin") else value)
+            for key, value in scope.get("headers", ())
+        ]  # host names are case-insensitive; the SDK's check behind this one is not
+        scope = {**scope, "headers": headers, "user": AuthenticatedUser(token),
+                 "auth": AuthCredentials([entry.scope])}  # fmt: skip
         await self.inner(scope, receive, send)
 
     async def _unauthorized(self, send: Any, presented: bool) -> None:
@@ -323,20 +343,98 @@ class BearerGate:
 
 
 def build_http_app(server: Any, settings: McpSettings, default_client: str) -> BearerGate:
-    """The ASGI app: the SDK's streamable HTTP app at ``/mcp`` behind :class:`BearerGate`.
-    Raises :class:`AuthSetupError` before building anything when auth is missing."""
+    """The ASGI app: streamable HTTP at ``/mcp`` (SSE or plain JSON, as the client's
+    ``Accept`` header asks) behind :class:`BearerGate`. Raises :class:`AuthSetupError`
+    before building anything when auth is missing."""
     tokens = load_tokens(settings, default_client)
     hosts = HostAllowList(settings.allowed_hosts)
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts.sdk_hosts(),
         allowed_origins=hosts.sdk_origins(),
     )  # fmt: skip
-    app = server.streamable_http_app(
-        streamable_http_path=HTTP_PATH, transport_security=security, host=settings.host
-    )
-    return BearerGate(app, tokens, hosts)
+    lowlevel = server._lowlevel_server
+    streaming, plain = (
+        StreamableHTTPSessionManager(app=lowlevel, json_response=json_only,
+                                     security_settings=security)
+        for json_only in (False, True)
+    )  # fmt: skip
+    return BearerGate(_ByAccept(streaming, plain), tokens, hosts)
+
+
+class _ByAccept:
+    """``/mcp`` served by the SSE session manager, or by the JSON-response one for a
+    request that does not accept ``text/event-stream``; both run for the app's lifespan."""
+
+    def __init__(self, streaming: Any, plain: Any) -> None:
+        self.streaming = streaming
+        self.plain = plain
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope.get("path", "").rstrip("/") != HTTP_PATH:
+            await _respond(send, 404, b"Not Found", [(b"content-type", b"text/plain")])
+            return
+        accept = (_header(scope, b"accept") or "").lower()
+        manager = self.streaming if "text/event-stream" in accept else self.plain
+        await manager.asgi_app(scope, receive, send)
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        from contextlib import AsyncExitStack
+
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(self.streaming.run())
+            await stack.enter_async_context(self.plain.run())
+            await send({"type": "lifespan.startup.complete"})
+            message = await receive()
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+def _protocol() -> Any:
+    """uvicorn's h11 protocol with a deadline for a request's headers: a connection that
+    opens and sends nothing (or half a request) is closed after ``HEADER_TIMEOUT``."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        _deadline: Any = None
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(HEADER_TIMEOUT, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            if self.cycle is None or self.cycle.response_complete:
+                self.timeout_keep_alive_handler()
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.cycle is not None and not self.cycle.response_complete:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Protocol
 
 
 def serve_http(
@@ -360,6 +458,7 @@ def serve_http(
 
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
-        server_header=False, lifespan="on",
+        server_header=False, lifespan="on", http=_protocol(), timeout_keep_alive=KEEP_ALIVE,
+        limit_concurrency=MAX_CONNECTIONS,
     )  # fmt: skip
     _Server(config).run()

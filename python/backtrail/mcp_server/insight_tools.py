@@ -1,108 +1,84 @@
-"""Tools over insights: research sessions, topic summaries, the weekly digest and tab
-clean-up. Summaries go through the one summary chain (client sampling, Anthropic,
-Ollama, extractive); every answer is capped and paginated."""
+"""Tools over insights: the open tabs (with clean-up advice on request) and summaries of
+what the user read, about a topic, in a week, or in the open tabs. Summaries go through
+the one summary chain (client sampling, Anthropic, Ollama, extractive); a summary is
+built from web pages, so it is shown inside a labelled untrusted block like the pages."""
 
 # No `from __future__ import annotations`: the SDK reads these signatures at run time.
 
 from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from backtrail.mcp_server.formatting import (
-    TIME_HELP,
-    iso,
-    next_cursor,
-    note_block,
-    parse_cursor,
-    parse_time,
-    web_block,
-)
-from backtrail.mcp_server.server import READ_ONLY, SUMMARY, Caller, Reply, Runtime
-from backtrail.service import insights
-from backtrail.service.summaries import Attempt, Summary
+from backtrail.errors import InvalidInput
+from backtrail.mcp_server.arguments import Cursor, Flag, Text, When, count
+from backtrail.mcp_server.formatting import iso, next_cursor, note_block, parse_cursor, parse_time
+from backtrail.mcp_server.formatting import web_block as block
+from backtrail.mcp_server.server import READ_ONLY, SUMMARY, Call, Reply, tool
+from backtrail.service import Tab, insights
+from backtrail.service.summaries import Summary
 
-__all__ = ["register", "render_sessions", "render_digest"]
-
-When = Annotated[str | int | None, Field(description=f"A time: {TIME_HELP}.")]
-Cursor = Annotated[
-    str | None,
-    Field(description="Pass the next_cursor of the previous answer to get the next page."),
-]
+__all__ = ["render_sessions", "render_digest", "render_summary", "tab_line"]
 
 
-class SessionsOutput(BaseModel):
-    sessions: list[insights.ResearchSession]
+class TabInfo(BaseModel):
+    tab_id: int
+    window_id: int
+    url: str | None = None
+    active: bool
+    pinned: bool
+    last_accessed: int | None = None
+    advice: str | None = None
+
+
+class TabsOutput(BaseModel):
+    tabs: list[TabInfo]
     total: int
-    next_cursor: str | None
-    scanned_pages: int
+    counts: dict[str, int] | None = None
+    next_cursor: str | None = None
 
 
 class SourceRef(BaseModel):
-    number: int
-    title: str | None
-    url: str | None
+    n: int
     kind: str
     origin: str
-    at: int | None
+    url: str | None = None
+    at: int | None = None
 
 
 class SummaryOutput(BaseModel):
-    summary: str
-    provider: str = Field(description="sampling, anthropic, ollama or extractive")
-    model: str | None
-    attempts: list[Attempt]
+    provider: str
+    model: str | None = None
     sources: list[SourceRef]
+    week: str | None = None
+    pages_seen: int | None = None
+    open_tabs: int | None = None
+    summarised_tabs: int | None = None
+    uncaptured_tab_ids: list[int] | None = None
 
 
-class TopicOutput(SummaryOutput):
-    topic: str
+# ------------------------------------------------------------------ rendering
 
 
-class DigestOutput(BaseModel):
-    digest: insights.Digest
-    summary: SummaryOutput | None
-
-
-class TabCleanupOutput(BaseModel):
-    tabs: list[insights.TabAdvice]
-    counts: dict[str, int]
-    total: int
-    next_cursor: str | None
-
-
-def _summary_output(summary: Summary) -> SummaryOutput:
-    sources = [
-        SourceRef(number=n, title=s.title, url=s.url, kind=s.kind, origin=s.origin, at=s.at)
-        for n, s in enumerate(summary.sources, 1)
-    ]
-    return SummaryOutput(summary=summary.text, provider=summary.provider, model=summary.model,
-                         attempts=list(summary.attempts), sources=sources)  # fmt: skip
-
-
-def _provenance(summary: Summary) -> str:
-    tried = "; ".join(f"{a.provider}: {a.detail}" for a in summary.attempts if not a.ok)
-    model = f" ({summary.model})" if summary.model else ""
-    note = f" Skipped: {tried}." if tried else ""
-    return f"[Summary written by {summary.provider}{model}.{note}]"
+def tab_line(tab: Tab) -> str:
+    flags = [f for f, on in (("active", tab.active), ("pinned", tab.pinned)) if on]
+    seen = f", last used {iso(tab.last_accessed)}" if tab.last_accessed else ""
+    state = f" [{', '.join(flags)}]" if flags else ""
+    return (f"- tab {tab.tab_id} (window {tab.window_id}){state}{seen}: "
+            f"{tab.title or '(untitled)'} — {tab.url}")  # fmt: skip
 
 
 def render_sessions(sessions: list[insights.ResearchSession]) -> str:
     parts = []
-    for session in sessions:
-        sites = ", ".join(session.domains[:3])
-        parts.append(
-            f"\nSession {session.id}: {session.label} — {session.page_count} pages on {sites}"
-        )
-        lines = [
-            f"- {p.title or '(untitled)'} — {p.url} (page id {p.page_id}, {p.visit_count} visits)"
-            for p in session.pages
-        ]
-        if session.pages_omitted:
-            lines.append(f"(+{session.pages_omitted} more pages)")
-        parts.append(web_block("\n".join(lines), source="browser", kind="page titles",
-                               captured_at=None))  # fmt: skip
+    for s in sessions:
+        sites = ", ".join(s.domains[:3])
+        parts.append(f"\nSession {s.id}: {iso(s.start)} to {iso(s.end)}, {s.page_count} pages "
+                     f"on {sites}")  # fmt: skip
+        lines = [f"about: {', '.join(s.topics) or '(no common words)'}"]
+        lines += [f"- page {p.page_id} ({p.visit_count} visits): {p.title or '(untitled)'} — "
+                  f"{p.url}" for p in s.pages]  # fmt: skip
+        if s.pages_omitted:
+            lines.append(f"(+{s.pages_omitted} more pages)")
+        parts.append(block("\n".join(lines), source="browser", kind="session topics and titles"))
     return "\n".join(parts)
 
 
@@ -120,148 +96,138 @@ def render_digest(digest: insights.Digest) -> str:
     if digest.sessions:
         lines.append("\nLargest sessions:" + render_sessions(list(digest.sessions)))
     if digest.top_pages:
-        pages = [
-            f"- {p.title or '(untitled)'} — {p.url} ({p.visit_count} visits)"
-            for p in digest.top_pages
-        ]
+        pages = [f"- page {p.id} ({p.visit_count} visits): {p.title or '(untitled)'} — {p.url}"
+                 for p in digest.top_pages]  # fmt: skip
         lines.append("\nMost visited pages:")
-        lines.append(
-            web_block("\n".join(pages), source="browser", kind="page titles", captured_at=None)
-        )
+        lines.append(block("\n".join(pages), source="browser", kind="page titles"))
     for item in digest.highlights:
-        lines.append(f"\nHighlight on {item.url}:")
-        lines.append(
-            web_block(item.preview, source=item.url, kind="highlight", captured_at=item.at)
-        )
+        lines.append(f"\nHighlight {item.id}:")
+        lines.append(block(item.preview, source=item.url, kind="highlight", captured_at=item.at))
     for item in digest.notes:
         lines.append(f"\nNote {item.id}:")
-        lines.append(note_block(item.preview, about=item.url, written_at=item.at))
+        lines.append(note_block(item.preview, about=item.url, written_at=item.at,
+                                author=item.author))  # fmt: skip
     return "\n".join(lines)
 
 
-def register(server: MCPServer, rt: Runtime) -> None:
-    @server.tool(annotations=READ_ONLY, title="Research sessions")
-    async def get_research_sessions(
-        ctx: Context,
-        since: When = None,
-        until: When = None,
-        limit: Annotated[int, Field(description="Sessions per answer (1-20).")] = 5,
-        cursor: Cursor = None,
-    ) -> Annotated[CallToolResult, SessionsOutput]:
-        """The user's research sessions, newest first: runs of related pages read close
-        together in time, each with its time span, topics, sites and most visited pages.
-        Use it to recall what the user was working on and when."""
-        args = {"since": since, "until": until, "limit": limit, "cursor": cursor}
+def render_summary(summary: Summary) -> str:
+    tried = "; ".join(f"{a.provider}: {a.detail}" for a in summary.attempts if not a.ok)
+    model = f" ({summary.model})" if summary.model else ""
+    skipped = f" Skipped: {tried}." if tried else ""
+    body = block(summary.text, source="summary of the sources below", kind="summary")
+    return f"Summary written by {summary.provider}{model}.{skipped}\n{body}"
 
-        async def work(caller: Caller) -> Reply:
-            found = await rt.blocking(
-                insights.research_sessions, rt.memory, parse_time(since, "since"),
-                parse_time(until, "until"), limit=limit, offset=parse_cursor(cursor),
-            )  # fmt: skip
-            head = (
-                f"{len(found.sessions)} of {found.total} research sessions (newest first, "
-                f"from {found.scanned_pages} pages)"
+
+def summary_output(summary: Summary, **extra: object) -> SummaryOutput:
+    sources = [SourceRef(n=n, kind=s.kind, origin=s.origin, url=s.url, at=s.at)
+               for n, s in enumerate(summary.sources, 1)]  # fmt: skip
+    return SummaryOutput(provider=summary.provider, model=summary.model, sources=sources,
+                         **extra)  # type: ignore[arg-type]  # fmt: skip
+
+
+# ---------------------------------------------------------------------- tools
+
+
+@tool("Open tabs", READ_ONLY)
+async def get_open_tabs(
+    call: Call,
+    *,
+    advise: Annotated[bool, Flag("Suggest keep, read later or close for each tab, with "
+                                 "reasons (it closes nothing).")] = False,  # fmt: skip
+    limit: Annotated[int, count("", insights.MAX_TABS_PER_PAGE)] = 100,
+    cursor: Cursor = None,
+) -> Reply[TabsOutput]:
+    """The tabs open in the user's browser now: window, active or pinned, last used."""
+    memory, start = call.memory, parse_cursor(cursor)
+    if advise:
+        advice = await call.blocking(insights.tab_cleanup, memory, limit=limit, offset=start)
+        c = advice.counts
+        text = (f"{advice.total} open tabs: keep {c['keep']}, read later {c['read_later']}, "
+                f"close {c['close']}.")  # fmt: skip
+        lines = [f"- {a.action.upper().replace('_', ' ')}: tab {a.tab_id}: "
+                 f"{'; '.join(a.reasons)} — {a.title or '(untitled)'} — {a.url}"
+                 for a in advice.tabs]  # fmt: skip
+        if lines:
+            text += "\n" + block("\n".join(lines), source="browser", kind="tab titles")
+        if advice.next_offset is not None:
+            text += f"\nMore: call again with cursor={str(advice.next_offset)!r}."
+        infos = {t.tab_id: t for t in await call.blocking(memory.list_tabs)}
+        tabs = [_info(infos[a.tab_id], a.action) for a in advice.tabs if a.tab_id in infos]
+        return Reply(text, TabsOutput(tabs=tabs, total=advice.total, counts=c,
+                                      next_cursor=next_cursor(advice.next_offset)))
+    every = await call.blocking(memory.list_tabs)
+    chosen = every[start : start + limit]
+    following = start + limit if start + limit < len(every) else None
+    text = f"{len(every)} open tabs" + (
+        f" (showing {start + 1}-{start + len(chosen)})" if chosen else ""
+    )
+    if chosen:
+        text += ":\n" + block("\n".join(tab_line(t) for t in chosen), source="browser",
+                              kind="tab titles")  # fmt: skip
+    if following is not None:
+        text += f"\nMore: call again with cursor={str(following)!r}."
+    return Reply(text, TabsOutput(tabs=[_info(t) for t in chosen], total=len(every),
+                                  next_cursor=next_cursor(following)))
+
+
+def _info(tab: Tab, advice: str | None = None) -> TabInfo:
+    return TabInfo(tab_id=tab.tab_id, window_id=tab.window_id, url=tab.url, active=tab.active,
+                   pinned=tab.pinned, last_accessed=tab.last_accessed, advice=advice)
+
+
+@tool("Summarise reading", SUMMARY)
+async def summarize_reading(
+    call: Call,
+    *,
+    topic: Annotated[str | None, Text("What the user read about, e.g. 'SQLite WAL'.")] = None,
+    week: Annotated[str | None, Text("'this', 'last', '2024-W05' or a date in the week: "
+                                     "a digest of that week.", 40)] = None,  # fmt: skip
+    open_tabs: Annotated[bool, Flag("What the user is working on in the open tabs.")] = False,
+    since: When = None,
+    max_tabs: Annotated[int, count("open_tabs: most tabs to read.",
+                                   insights.MAX_SUMMARY_TABS)] = 30,  # fmt: skip
+) -> Reply[SummaryOutput]:
+    """A linked summary of what the user read: about a topic, in one week (with counts,
+    sites, sessions, highlights, notes), or in the open tabs. By your model (sampling),
+    else Anthropic, Ollama, or extracted."""
+    chosen = [n for n, v in (("topic", topic), ("week", week), ("open_tabs", open_tabs)) if v]
+    if len(chosen) != 1:
+        raise InvalidInput("topic", "give exactly one of topic, week or open_tabs")
+    if since is not None and not topic:
+        raise InvalidInput("since", "applies to topic only")
+    memory, sampler = call.memory, call.sampler()
+    if topic:
+        sources = await call.blocking(insights.topic_sources, memory, topic,
+                                      parse_time(since, "since"))  # fmt: skip
+        summary = await call.rt.chain.summarize(f"Summarise what I have read about: {topic}",
+                                                sources, sampler=sampler)  # fmt: skip
+        return Reply(render_summary(summary), summary_output(summary))
+    if week:
+        digest = await call.blocking(insights.weekly_digest, memory, week)
+        text = render_digest(digest)
+        summary = None
+        if digest.pages_seen:
+            sources = await call.blocking(insights.digest_sources, memory, digest)
+            summary = await call.rt.chain.summarize(
+                f"Summarise my reading in week {digest.week.label}", sources, sampler=sampler
             )
-            text = head + (":" + render_sessions(list(found.sessions)) if found.sessions else ".")
-            if found.next_offset is not None:
-                text += f"\nMore: call again with cursor={str(found.next_offset)!r}."
-            data = SessionsOutput(sessions=list(found.sessions), total=found.total,
-                                  next_cursor=next_cursor(found.next_offset),
-                                  scanned_pages=found.scanned_pages)  # fmt: skip
-            return Reply(text, data)
-
-        return await rt.run(ctx, "get_research_sessions", args, work)
-
-    @server.tool(annotations=SUMMARY, title="Summarise a research topic")
-    async def summarize_research_topic(
-        topic: Annotated[str, Field(description="The subject, e.g. 'SQLite write-ahead logging'.")],
-        ctx: Context,
-        since: When = None,
-    ) -> Annotated[CallToolResult, TopicOutput]:
-        """Summarise what the user has read about a topic: the matching pages, highlights
-        and notes, grouped by when they were read, with links to every source. The summary
-        is written by the client's own model when it allows sampling, else by the
-        configured Anthropic or Ollama model, else extracted from the sources' own key
-        sentences."""
-        args = {"topic": topic, "since": since}
-
-        async def work(caller: Caller) -> Reply:
-            sources = await rt.blocking(insights.topic_sources, rt.memory, topic,
-                                        parse_time(since, "since"))  # fmt: skip
-            summary = await rt.chain.summarize(
-                f"Summarise what I have read about: {topic}", sources, sampler=rt.sampler(ctx)
-            )
-            data = TopicOutput(topic=topic, **_summary_output(summary).model_dump())
-            return Reply(f"{summary.text}\n\n{_provenance(summary)}", data)
-
-        return await rt.run(ctx, "summarize_research_topic", args, work)
-
-    @server.tool(annotations=SUMMARY, title="Weekly digest")
-    async def generate_weekly_digest(
-        ctx: Context,
-        week: Annotated[
-            str | None,
-            Field(
-                description="'this' (default), 'last', an ISO week like '2024-W05', or any "
-                "date in the week ('2024-02-01'). Weeks run Monday to Sunday, UTC."
-            ),
-        ] = None,
-        summarize: Annotated[bool, Field(description="Also write a summary of the week.")] = True,
-    ) -> Annotated[CallToolResult, DigestOutput]:
-        """A digest of one week of the user's reading: how much, which sites, the largest
-        research sessions, the most visited pages, highlights and notes, and (unless
-        summarize=false) a summary with links."""
-        args = {"week": week, "summarize": summarize}
-
-        async def work(caller: Caller) -> Reply:
-            memory = rt.memory
-            digest = await rt.blocking(insights.weekly_digest, memory, week)
-            text = render_digest(digest)
-            summary = None
-            if summarize and digest.pages_seen:
-                sources = await rt.blocking(insights.digest_sources, memory, digest)
-                written = await rt.chain.summarize(
-                    f"Summarise my reading in week {digest.week.label}", sources,
-                    sampler=rt.sampler(ctx),
-                )  # fmt: skip
-                summary = _summary_output(written)
-                text += f"\n\nSummary of the week:\n{written.text}\n\n{_provenance(written)}"
-            return Reply(text, DigestOutput(digest=digest, summary=summary))
-
-        return await rt.run(ctx, "generate_weekly_digest", args, work)
-
-    @server.tool(annotations=READ_ONLY, title="Tab clean-up suggestions")
-    async def suggest_tab_cleanup(
-        ctx: Context,
-        limit: Annotated[int, Field(description="Tabs per answer (1-200).")] = 50,
-        cursor: Cursor = None,
-    ) -> Annotated[CallToolResult, TabCleanupOutput]:
-        """Suggest, for each open tab, whether to keep it, save it to read later, or close
-        it, with the reasons (idle time, visits, whether its text is already saved,
-        bookmarks, highlights, duplicates). It only suggests: it closes nothing."""
-        args = {"limit": limit, "cursor": cursor}
-
-        async def work(caller: Caller) -> Reply:
-            advice = await rt.blocking(insights.tab_cleanup, rt.memory, limit=limit,
-                                       offset=parse_cursor(cursor))  # fmt: skip
-            counts = advice.counts
-            head = (
-                f"{advice.total} open tabs: keep {counts['keep']}, read later "
-                f"{counts['read_later']}, close {counts['close']}."
-            )
-            lines = [
-                f"- {a.action.upper().replace('_', ' ')}: tab {a.tab_id} {a.title or '(untitled)'} "
-                f"— {a.url}: {'; '.join(a.reasons)}"
-                for a in advice.tabs
-            ]
-            text = head
-            if lines:
-                text += "\n" + web_block("\n".join(lines), source="browser", kind="tab titles",
-                                         captured_at=None)  # fmt: skip
-            if advice.next_offset is not None:
-                text += f"\nMore: call again with cursor={str(advice.next_offset)!r}."
-            data = TabCleanupOutput(tabs=list(advice.tabs), counts=counts, total=advice.total,
-                                    next_cursor=next_cursor(advice.next_offset))  # fmt: skip
-            return Reply(text, data)
-
-        return await rt.run(ctx, "suggest_tab_cleanup", args, work)
+            text += "\n\n" + render_summary(summary)
+        extra = {"week": digest.week.label, "pages_seen": digest.pages_seen}
+        if summary is None:
+            return Reply(text, SummaryOutput(provider="none", sources=[], **extra))  # type: ignore[arg-type]
+        return Reply(text, summary_output(summary, **extra))
+    tabs = await call.blocking(insights.open_tab_sources, memory, max_tabs=max_tabs)
+    summary = await call.rt.chain.summarize(
+        "Summarise what I am reading and working on in my open browser tabs", tabs.sources,
+        sampler=sampler,
+    )  # fmt: skip
+    text = render_summary(summary)
+    if tabs.uncaptured:
+        text += (f"\n{len(tabs.uncaptured)} open tabs have no captured text yet (capture_page "
+                 "captures one):\n" + block("\n".join(tab_line(t) for t in tabs.uncaptured),
+                                            source="browser", kind="tab titles"))  # fmt: skip
+    if tabs.omitted:
+        text += f"\n({tabs.omitted} more tabs were not read: raise max_tabs.)"
+    return Reply(text, summary_output(summary, open_tabs=tabs.total,
+                                      summarised_tabs=len(tabs.sources),
+                                      uncaptured_tab_ids=[t.tab_id for t in tabs.uncaptured]))

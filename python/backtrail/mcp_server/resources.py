@@ -11,9 +11,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from backtrail.errors import PageNotFound
+from backtrail.mcp_server.browsing import render_page
 from backtrail.mcp_server.formatting import iso, web_block
+from backtrail.mcp_server.insight_tools import tab_line
 from backtrail.mcp_server.server import Runtime
-from backtrail.mcp_server.tools import render_page
 
 __all__ = ["register", "RECENT_PAGES"]
 
@@ -32,8 +33,8 @@ def register(server: MCPServer, rt: Runtime) -> None:
         if not entries:
             return "No pages visited yet."
         lines = [
-            f"- {iso(e.last_seen)} [{e.title or e.url}]({e.url}) — page id {e.page_id}, "
-            f"{e.visit_count} visits; read it at backtrail://page/{e.page_id}"
+            f"- {iso(e.last_seen)} backtrail://page/{e.page_id} ({e.visit_count} visits): "
+            f"{e.title or '(untitled)'} — {e.url}"
             for e in entries
         ]
         head = f"# Recently visited pages ({len(entries)})\n"
@@ -64,11 +65,7 @@ def register(server: MCPServer, rt: Runtime) -> None:
         tabs = rt.memory.list_tabs()
         if not tabs:
             return "No open tabs are known (is the browser extension running?)."
-        lines = [
-            f"- tab {t.tab_id} (window {t.window_id}){' [active]' if t.active else ''}: "
-            f"{t.title or '(untitled)'} — {t.url}"
-            for t in tabs[:200]
-        ]
+        lines = [tab_line(t) for t in tabs[:200]]
         more = f"\n(+{len(tabs) - 200} more)" if len(tabs) > 200 else ""
         return f"# Open tabs ({len(tabs)})\n" + web_block(
             "\n".join(lines) + more, source="browser", kind="tab titles", captured_at=None

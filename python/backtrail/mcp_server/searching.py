@@ -1,54 +1,70 @@
-"""What the search tools do and how their answers read: ``search_memory`` and
-``find_forgotten_content`` (:mod:`backtrail.mcp_server.tools`) and the prompts that
-search run through here."""
+"""How search answers read: the text of ``search_browsing`` (and of the prompts that
+search), and its lean structured content.
+
+Each result is a header line made only of Backtrail's own data (its number, kind, id,
+times, visits) followed by its text in a labelled block: web text (title, snippet,
+further passages, address) in ``<web_content>``, the user's notes in ``<user_note>``,
+assistants' notes and facts naming their writer. The structured content carries the
+same results without their text: kind, id, URL, times, visits, score, and the ranking
+explanation only when asked for.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from backtrail.errors import InvalidInput
-from backtrail.mcp_server.formatting import fact_block, iso, note_block, parse_time, web_block
-from backtrail.service import Memory, SearchPage, SearchResult
+from backtrail.mcp_server.formatting import fact_block, iso, note_block, web_block
+from backtrail.service import SearchPage, SearchResult
 
-__all__ = ["FORGOTTEN_LIMIT", "MAX_SEARCH_RESULTS", "SEARCH_KINDS", "SEARCH_LIMIT", "SearchKind",
-           "SearchOutput", "bounded", "find_forgotten", "render_results", "search_answer",
-           "search_memory"]  # fmt: skip
+__all__ = ["MAX_SEARCH_RESULTS", "SEARCH_LIMIT", "RESULT_CHARS", "SearchKind", "SEARCH_KINDS",
+           "Hit", "SearchOutput", "render_results", "search_output"]  # fmt: skip
 
 MAX_SEARCH_RESULTS = 25
-SEARCH_LIMIT = 8
-"""``search_memory``'s results per page unless the call says."""
-FORGOTTEN_LIMIT = 5
-"""``find_forgotten_content``'s candidates unless the call says."""
+SEARCH_LIMIT = 10
+RESULT_CHARS = 450
+"""Characters of text per result (snippet and further passages); get_page reads more."""
+TITLE_CHARS = 200
+"""A result's title is cut to this (get_page shows it whole)."""
 SearchKind = Literal["page", "highlight", "note", "bookmark", "fact"]
-"""The kinds ``search_memory`` may be narrowed to."""
 SEARCH_KINDS: tuple[str, ...] = get_args(SearchKind)
 
 
+class Hit(BaseModel):
+    n: int
+    kind: str
+    id: int
+    url: str | None = None
+    domain: str | None = None
+    origin: str
+    author: str | None = None
+    last_seen: int | None = None
+    visit_count: int | None = None
+    score: float
+    explanation: dict[str, Any] | None = None
+
+
 class SearchOutput(BaseModel):
-    query: str
-    mode: str = Field(description="bm25, vector or hybrid")
-    results: list[SearchResult]
-    next_cursor: str | None
-    index_behind: int = Field(description="Recent changes not yet searchable (0: up to date).")
+    mode: str
+    results: list[Hit]
+    next_cursor: str | None = None
+    index_behind: int = 0
 
 
-def bounded(value: int, field: str, high: int) -> int:
-    if value < 1 or value > high:
-        raise InvalidInput(field, f"must be from 1 to {high}, got {value}")
-    return value
-
-
-def _result_block(result: SearchResult) -> str:
+def _block(result: SearchResult) -> str:
     body = "\n…\n".join([result.snippet, *result.passages])
-    if result.origin == "user":
-        return note_block(body, about=result.url, written_at=result.last_seen)
-    if result.origin == "assistant":
-        return fact_block(body, key=result.title or "", client=result.source,
+    if result.kind == "fact":
+        return fact_block(body, key=result.title or "", client=result.author or "",
                           updated_at=result.last_seen)  # fmt: skip
-    return web_block(body, source=result.url, kind=result.kind, captured_at=result.captured_at)
+    if result.kind == "note":
+        return note_block(body, about=result.url, written_at=result.last_seen,
+                          author=result.author)  # fmt: skip
+    title = result.title if not result.title or len(result.title) <= TITLE_CHARS else (
+        result.title[: TITLE_CHARS - 1] + "…"
+    )
+    return web_block(body, source=result.url, kind=result.kind, captured_at=result.captured_at,
+                     title=title)  # fmt: skip
 
 
 def render_results(heading: str, page: SearchPage) -> str:
@@ -57,53 +73,21 @@ def render_results(heading: str, page: SearchPage) -> str:
         lines.append("No results.")
     for number, r in enumerate(page.results, 1):
         visits = f", {r.visit_count} visits" if r.visit_count is not None else ""
-        where = f" — {r.url}" if r.url else ""
-        lines.append(
-            f"\n[{number}] {r.title or r.url or r.kind}{where} ({r.kind} id {r.id}, last seen "
-            f"{iso(r.last_seen)}{visits})"
-        )
-        lines.append(_result_block(r))
+        lines.append(f"[{number}] {r.kind} {r.id}, last seen {iso(r.last_seen)}{visits}")
+        lines.append(_block(r))
     if page.next_cursor:
-        lines.append(f"\nMore results: call again with cursor={page.next_cursor!r}.")
+        lines.append(f"More: call again with cursor={page.next_cursor!r}.")
     if page.lag.text:
         lines.append(f"({page.lag.text} recent changes are not searchable yet.)")
     return "\n".join(lines)
 
 
-def search_answer(query: str, page: SearchPage, heading: str) -> tuple[str, SearchOutput]:
-    """The readable text and the structured content of a search tool's answer."""
-    data = SearchOutput(
-        query=query, mode=page.mode, results=page.results, next_cursor=page.next_cursor,
-        index_behind=page.lag.text,
-    )  # fmt: skip
-    return render_results(heading, page), data
-
-
-def search_memory(
-    memory: Memory,
-    query: str,
-    *,
-    limit: int = SEARCH_LIMIT,
-    since: str | int | None = None,
-    until: str | int | None = None,
-    domains: Sequence[str] | None = None,
-    kinds: Sequence[str] | None = None,
-    cursor: str | None = None,
-) -> tuple[str, SearchOutput]:
-    """The whole of the ``search_memory`` tool (blocking): its arguments already have
-    their declared types."""
-    bounded(limit, "limit", MAX_SEARCH_RESULTS)
-    page = memory.search(
-        query, limit=limit, since=parse_time(since, "since"), until=parse_time(until, "until"),
-        domains=domains, kinds=kinds, cursor=cursor,
-    )  # fmt: skip
-    return search_answer(query, page, f"Results for {query!r} ({page.mode} search):")
-
-
-def find_forgotten(
-    memory: Memory, description: str, *, limit: int = FORGOTTEN_LIMIT
-) -> tuple[str, SearchOutput]:
-    """The whole of the ``find_forgotten_content`` tool (blocking)."""
-    bounded(limit, "limit", MAX_SEARCH_RESULTS)
-    page = memory.find_forgotten(description, limit=limit)
-    return search_answer(description, page, f"Candidates for {description!r}:")
+def search_output(page: SearchPage, *, explain: bool = False) -> SearchOutput:
+    hits = [
+        Hit(n=n, kind=r.kind, id=r.id, url=r.url, domain=r.domain, origin=r.origin,
+            author=r.author, last_seen=r.last_seen, visit_count=r.visit_count,
+            score=round(r.score, 4), explanation=r.explanation if explain else None)
+        for n, r in enumerate(page.results, 1)
+    ]  # fmt: skip
+    return SearchOutput(mode=page.mode, results=hits, next_cursor=page.next_cursor,
+                        index_behind=page.lag.text)  # fmt: skip

@@ -32,7 +32,9 @@ Variable                                  Meaning
 ``BACKTRAIL_MCP_DEMO_TOOLS``              write-lock contention demo.
 ``MCP_EMBEDDINGS``                        ``off``: lean mode, BM25 only, no model.
 ``MCP_SQLITE_BUSY_TIMEOUT``               Ledger busy timeout (milliseconds).
-``MCP_LOG_READS``                         ``on``/``off``: record reads in the audit log.
+``MCP_LOG_READS``,                        ``off``: fact reads and searches are not
+``BACKTRAIL_MCP_LOG_READS``               recorded (default on, as mcp-memory-bridge);
+                                          ``on`` also records page reads.
 ========================================  ==========================================
 """
 
@@ -92,6 +94,8 @@ class McpSettings:
     action_claim_wait: float = DEFAULT_ACTION_CLAIM_WAIT
     action_ttl: int = DEFAULT_ACTION_TTL
     demo_tools: bool = False
+    log_reads: bool = True
+    """Record fact reads and searches in the audit log (mcp-memory-bridge's default)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> McpSettings:
@@ -127,6 +131,7 @@ class McpSettings:
             "demo_tools": bool(
                 env_flag(env, "BACKTRAIL_MCP_DEMO_TOOLS", "MCP_ENABLE_DEMO_TOOLS")
             ),
+            "log_reads": env_flag(env, "BACKTRAIL_MCP_LOG_READS", "MCP_LOG_READS") is not False,
         }
         for name, value in overrides.items():
             if value is not None and value != ():
@@ -164,7 +169,7 @@ def config_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]
             raise ValueError(
                 f"MCP_SQLITE_BUSY_TIMEOUT must be milliseconds, not {busy!r}"
             ) from None
-    reads = env_flag(env, "MCP_LOG_READS")
+    reads = env_flag(env, "BACKTRAIL_MCP_LOG_READS", "MCP_LOG_READS")
     if reads is not None:
         out["log_reads"] = reads
     return out

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from backtrail import _core
@@ -148,7 +147,7 @@ class MemoryBase:
 def when(ts: int | None) -> str:
     if ts is None:
         return "unknown time"
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 def label(kind: str, url: str | None, captured_at: int | None, last_seen: int | None) -> str:

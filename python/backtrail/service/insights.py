@@ -175,6 +175,9 @@ def _cluster(entries: Sequence[TimelineEntry], cfg: SessionSettings) -> list[lis
 def _describe(
     run: list[TimelineEntry], df: Counter[str], total: int, max_pages: int
 ) -> ResearchSession:
+    """A session named by its distinctive terms: words of its pages' titles and URLs
+    that many of its pages share and few pages elsewhere in the memory have (``df``:
+    pages with the term among the ``total`` pages scanned)."""
     counts: Counter[str] = Counter()
     for entry in run:
         counts.update(set(_page_terms(entry)))
@@ -183,7 +186,8 @@ def _describe(
         for t, c in counts.items()
         if c > 1 or len(run) == 1
     }
-    topics = tuple(t for t, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+    ranked_terms = sorted(weight.items(), key=lambda kv: (-kv[1], -counts[kv[0]], kv[0]))
+    topics = tuple(t for t, w in ranked_terms if w > 0)[:4]
     domains = tuple(d for d, _ in Counter(e.domain for e in run).most_common(5))
     ranked = sorted(run, key=lambda e: (-e.visit_count, -e.last_seen, e.page_id))
     pages = tuple(
@@ -202,12 +206,9 @@ def _sessions(
 ) -> list[ResearchSession]:
     runs = [run for run in _cluster(entries, cfg) if len(run) >= min_pages]
     df: Counter[str] = Counter()
-    for run in runs:
-        run_terms: set[str] = set()
-        for entry in run:
-            run_terms.update(_page_terms(entry))
-        df.update(run_terms)
-    described = [_describe(run, df, len(runs), max_pages) for run in runs]
+    for entry in entries:
+        df.update(set(_page_terms(entry)))
+    described = [_describe(run, df, len(entries), max_pages) for run in runs]
     described.sort(key=lambda s: (-s.end, s.id))
     return described
 
@@ -295,6 +296,8 @@ class DigestItem:
     at: int
     preview: str
     visit_count: int | None = None
+    author: str | None = None
+    """For a note an assistant wrote: its client (``None``: the user's own note)."""
 
 
 @dataclass(frozen=True)
@@ -356,7 +359,9 @@ def weekly_digest(
             for h in highlights
         ),
         notes=tuple(
-            DigestItem("note", n.id, None, n.url, n.created_at, _preview(n.content)) for n in notes
+            DigestItem("note", n.id, None, n.url, n.created_at, _preview(n.content),
+                       author=n.author)
+            for n in notes
         ),
     )  # fmt: skip
 
@@ -376,8 +381,11 @@ def digest_sources(memory: Memory, digest: Digest, *, chars: int = 1_200) -> lis
         sources.append(Source(None, item.url, item.preview, "highlight", "web",
                               _domain(item.url), item.at, "Highlights"))  # fmt: skip
     for item in digest.notes[:4]:
-        sources.append(Source(None, item.url, item.preview, "note", "user",
-                              _domain(item.url), item.at, "Your notes"))  # fmt: skip
+        origin, group = (
+            ("assistant", "Assistants' notes") if item.author else ("user", "Your notes")
+        )
+        sources.append(Source(None, item.url, item.preview, "note", origin,
+                              _domain(item.url), item.at, group))  # fmt: skip
     return [s for s in sources if s.text.strip()]
 
 
@@ -424,7 +432,8 @@ def topic_sources(
                                       h.created_at, day))  # fmt: skip
             elif result.kind == "note":
                 n = memory.get_note(result.id)
-                sources.append(Source(None, n.url, n.content, "note", "user", n.domain,
+                sources.append(Source(None, n.url, n.content, "note",
+                                      "assistant" if n.author else "user", n.domain,
                                       n.updated_at, day))  # fmt: skip
         except NotFound:
             continue  # forgotten between the search and the read

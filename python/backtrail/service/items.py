@@ -147,10 +147,13 @@ class ItemOps(MemoryBase):
         url: str | None = None,
         created_at: int | None = None,
         external_id: str | None = None,
+        author: str | None = None,
     ) -> Note:
-        """Keep a note, optionally about ``url`` (idempotent per ``external_id``)."""
+        """Keep a note, optionally about ``url`` (idempotent per ``external_id``).
+        ``author``: the assistant that wrote it (its results say so); ``None``, the
+        default, is the user's own note."""
         note = self._ledger.add_note(
-            content, url=url, created_at=created_at, external_id=external_id
+            content, url=url, created_at=created_at, external_id=external_id, author=author
         )
         self._wrote()
         return note

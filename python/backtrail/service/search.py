@@ -207,8 +207,8 @@ class SearchOps(MemoryBase):
             logger.warning("could not embed the query, searching with BM25 only: %s", error)
             mode = "bm25"
             hits = self._core_search(request, mode, None, now)
-        results = self._results(hits, request.budget)
         end = request.offset + request.limit
+        results = self._results(hits, request.budget, end + 1)
         cursor = None
         if len(results) > end and end <= self.config.max_search_offset:
             cursor = _encode_cursor(
@@ -279,27 +279,36 @@ class SearchOps(MemoryBase):
             "snippet_chars": min(cfg.snippet_chars, request.budget),
         }
 
-    def _results(self, hits: Sequence[Mapping[str, Any]], budget: int) -> list[SearchResult]:
-        """Hits whose entity still exists in the ledger, as labelled results."""
+    def _results(
+        self, hits: Sequence[Mapping[str, Any]], budget: int, wanted: int
+    ) -> list[SearchResult]:
+        """The first ``wanted`` hits whose entity still exists in the ledger, as labelled
+        results. Entities are read for as many hits as are still needed at a time, so
+        the spare hits the core returns cost nothing unless some were forgotten."""
         refs = []
         for hit in hits:
             try:
                 refs.append((hit, parse_doc_id(hit["id"])))
             except ValueError:
                 logger.warning("ignoring index document %d that Backtrail did not write", hit["id"])
-        wanted: dict[str, list[int]] = {}
-        for _, ref in refs:
-            wanted.setdefault(ref.entity_type, []).append(ref.entity_id)
-        found = {
-            entity_type: self._reader.fetch(entity_type, ids, with_text=False)
-            for entity_type, ids in wanted.items()
-        }
-        return [
-            _result(hit, ref.entity_type, found[ref.entity_type][ref.entity_id], budget)
-            for hit, ref in refs
-            if ref.entity_id in found[ref.entity_type]
-        ]
-
+        out: list[SearchResult] = []
+        start = 0
+        while start < len(refs) and len(out) < wanted:
+            chunk = refs[start : start + wanted - len(out)]
+            start += len(chunk)
+            ids: dict[str, list[int]] = {}
+            for _, ref in chunk:
+                ids.setdefault(ref.entity_type, []).append(ref.entity_id)
+            found = {
+                entity_type: self._reader.fetch(entity_type, chosen, with_text=False)
+                for entity_type, chosen in ids.items()
+            }
+            out += [
+                _result(hit, ref.entity_type, found[ref.entity_type][ref.entity_id], budget)
+                for hit, ref in chunk
+                if ref.entity_id in found[ref.entity_type]
+            ]
+        return out
 
     def similar_pages(
         self, page_id: int, *, probes: int = 6, k: int = 30
@@ -438,15 +447,17 @@ def _result(hit: Mapping[str, Any], kind: str, item: Any, budget: int) -> Search
             id=item.id, title=item.key, url=None, domain=None, origin="assistant",
             source=f"fact written by {item.client} at {when(item.updated_at)}",
             first_seen=item.created_at, last_seen=item.updated_at,
-            captured_at=item.updated_at, visit_count=None, **common,
+            captured_at=item.updated_at, visit_count=None, author=item.client, **common,
         )  # fmt: skip
     if isinstance(item, Note):
         about = f" about {item.url}" if item.url else ""
+        writer = item.author or "the user"
         return SearchResult(
-            id=item.id, title=None, url=item.url, domain=item.domain, origin="user",
-            source=f"note written by the user{about} at {when(item.updated_at)}",
+            id=item.id, title=None, url=item.url, domain=item.domain,
+            origin="assistant" if item.author else "user",
+            source=f"note written by {writer}{about} at {when(item.updated_at)}",
             first_seen=item.created_at, last_seen=item.updated_at,
-            captured_at=item.created_at, visit_count=None, **common,
+            captured_at=item.created_at, visit_count=None, author=item.author, **common,
         )  # fmt: skip
     title = item.title if isinstance(item, Bookmark) else None
     return SearchResult(

@@ -101,6 +101,8 @@ class SearchResult:
     captured_at: int | None
     visit_count: int | None
     explanation: dict[str, Any]
+    author: str | None = None
+    """For ``origin`` ``assistant``: the client that wrote the note or fact."""
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,10 @@ class LedgerCore:
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
                 # Before anything writes the header: a new file gets incremental
                 # auto-vacuum (so forget() can shrink it); an old one on its next VACUUM.
-                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                # Only when it is not set yet: setting it takes the write lock, and
+                # opening must not wait for (or fail on) another process's writes.
+                if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError(f"could not switch the ledger to WAL mode (got {mode!r})")
@@ -244,7 +247,8 @@ class LedgerCore:
         details: dict[str, Any] | None = None,
     ) -> None:
         """Append one audit event. Callers pass only ids, counts and outcomes in
-        ``details`` — never captured content."""
+        ``details``, never captured web content; facts' events also keep the value an
+        assistant wrote or tried (the key's history), and forgetting facts removes it."""
         conn.execute(
             "INSERT INTO events (at, client, action, target_type, target, details) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -289,12 +293,30 @@ class LedgerCore:
             held = time.monotonic() - started
         return held
 
-    def _log_read(self, action: str, target_type: str, target: str | int | None) -> None:
-        """Record a read as an event when the ledger was opened with ``log_reads``."""
-        if not self._log_reads:
+    def _log_read(
+        self,
+        action: str,
+        target_type: str,
+        target: str | int | None,
+        details: dict[str, Any] | None = None,
+        *,
+        log: bool | None = None,
+    ) -> None:
+        """Record a read as an event when ``log`` says so (``None``: when the ledger
+        was opened with ``log_reads``). The event is a write: with another process
+        holding the write lock past the busy timeout it raises ``StoreBusy``."""
+        if not (self._log_reads if log is None else log):
             return
         with self._write() as conn:
-            self._event(conn, action, target_type, target)
+            self._event(conn, action, target_type, target, details)
+
+    def log_read(
+        self, action: str, target_type: str, target: str | int | None,
+        details: dict[str, Any] | None = None, *, log: bool | None = None,
+    ) -> None:  # fmt: skip
+        """:meth:`_log_read` for the service (e.g. a search of facts)."""
+        checks.label(action, "action", self._limits.max_label_chars)
+        self._log_read(action, target_type, target, details, log=log)
 
     def list_events(
         self,

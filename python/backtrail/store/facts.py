@@ -7,6 +7,10 @@ happen in one ``BEGIN IMMEDIATE`` transaction, so two processes can never both s
 from the same version. A deleted key leaves a value-less tombstone so that its version
 keeps counting when it is created again: a stale ``expected_version`` from before the
 deletion can never match the new fact.
+
+The audit log keeps each key's history as mcp-memory-bridge shows it: the value every
+write stored (``fact.set``), every refused conditional write with the value it tried
+(``fact.cas_fail``), deletes, and, when reads are logged, gets (``fact.read``).
 """
 
 from __future__ import annotations
@@ -69,6 +73,24 @@ class FactsMixin(LedgerCore):
             raise InvalidInput(
                 "require_absent", "cannot be combined with expected_version: choose one"
             )
+        try:
+            return self._set_fact(name, text, expected_value, expected_version, absent)
+        except (KeyExists, VersionConflict) as refused:
+            tried: dict[str, object] = {"value": text, "chars": len(text)}
+            if expected_version is not None:
+                tried["expected_version"] = expected_version
+            if expected_value is not None:
+                tried["expected_value"] = expected_value
+            if absent:
+                tried["require_absent"] = True
+            with self._write() as conn:
+                self._event(conn, "fact.cas_fail", "fact", name, tried)
+            raise refused from None
+
+    def _set_fact(
+        self, name: str, text: str, expected_value: str | None, expected_version: int | None,
+        absent: bool,
+    ) -> Fact:  # fmt: skip
         with self._write() as conn:
             row = conn.execute("SELECT * FROM facts WHERE key = ?", (name,)).fetchone()
             live = row is not None and row["deleted_at"] is None
@@ -99,22 +121,23 @@ class FactsMixin(LedgerCore):
             self._change(conn, "fact", fact_id)
             self._event(
                 conn, "fact.set", "fact", name,
-                {"version": version, "created": not live, "chars": len(text)},
+                {"version": version, "created": not live, "chars": len(text), "value": text},
             )  # fmt: skip
             stored = conn.execute(f"SELECT {_COLUMNS} FROM facts WHERE id = ?", (fact_id,))
             result = _fact(stored.fetchone())
         return result
 
-    def get_fact(self, key: str) -> Fact:
-        """The fact stored under ``key``; ``FactNotFound`` if there is none."""
+    def get_fact(self, key: str, *, log: bool | None = None) -> Fact:
+        """The fact stored under ``key``; ``FactNotFound`` if there is none. ``log``:
+        record the read (``None``: as the ledger's ``log_reads`` says)."""
         name = self._key(key)
         with self._read() as conn:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM facts WHERE key = ? AND deleted_at IS NULL", (name,)
             ).fetchone()
+        self._log_read("fact.read", "fact", name, log=log)
         if row is None:
             raise FactNotFound(name)
-        self._log_read("fact.read", "fact", name)
         return _fact(row)
 
     def list_facts(
@@ -124,6 +147,7 @@ class FactsMixin(LedgerCore):
         case_insensitive: bool = False,
         limit: int = 1000,
         offset: int = 0,
+        log: bool | None = None,
     ) -> list[Fact]:
         """Facts whose key starts with ``prefix``, ordered by key. With
         ``case_insensitive`` the prefix is compared case-folded (Unicode-aware)."""
@@ -143,7 +167,7 @@ class FactsMixin(LedgerCore):
                 "ORDER BY key LIMIT ? OFFSET ?",
                 (prefix, count, skip),
             ).fetchall()
-        self._log_read("facts.list", "fact", prefix or None)
+        self._log_read("facts.list", "fact", prefix or None, log=log)
         return [_fact(row) for row in rows]
 
     def delete_fact(self, key: str, *, expected_version: int | None = None) -> Fact:
@@ -173,6 +197,7 @@ class FactsMixin(LedgerCore):
         return _fact(row)
 
     def fact_history(self, key: str, *, limit: int = 100) -> list[Event]:
-        """The events about ``key`` (sets, deletes, reads if logged), oldest first."""
+        """The events about ``key`` (sets with their values, refused conditional writes,
+        deletes, and reads and searches if logged), oldest first."""
         name = self._key(key)
         return self.list_events(target_type="fact", target=name, limit=limit)

@@ -268,6 +268,10 @@ class ForgetMixin(LedgerCore):
         for fact_id in live:
             self._change(conn, "fact", fact_id, "delete")
         conn.execute("DELETE FROM facts")
+        conn.execute(
+            "UPDATE events SET details = json_remove(details, '$.value', '$.expected_value', "
+            "'$.query') WHERE target_type = 'fact'"
+        )
         return len(live)
 
     # ----------------------------------------------------------------- on disk

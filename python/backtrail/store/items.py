@@ -172,9 +172,11 @@ class ItemsMixin(LedgerCore):
         url: str | None = None,
         created_at: int | None = None,
         external_id: str | None = None,
+        author: str | None = None,
     ) -> Note:
         """Store a note, optionally about the page at ``url``. Idempotent per
-        ``external_id``."""
+        ``external_id``. ``author`` names the assistant that wrote it; ``None`` means the
+        user did (their words)."""
         limits = self._limits
         body = checks.text(content, "content", limits.max_note_chars)
         original = canonical = domain = None
@@ -184,6 +186,7 @@ class ItemsMixin(LedgerCore):
         external = checks.label(
             external_id, "external_id", limits.max_label_chars, optional=True
         )
+        writer = checks.label(author, "author", limits.max_label_chars, optional=True)
         with self._write() as conn:
             if external is not None:
                 row = conn.execute("SELECT * FROM notes WHERE external_id = ?", (external,))
@@ -192,8 +195,8 @@ class ItemsMixin(LedgerCore):
                     return _note(found)
             cursor = conn.execute(
                 "INSERT INTO notes (content, url, canonical_url, domain, created_at, updated_at, "
-                "external_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (body, original, canonical, domain, at, at, external),
+                "external_id, author) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (body, original, canonical, domain, at, at, external, writer),
             )
             note_id = int(cursor.lastrowid or 0)
             self._change(conn, "note", note_id)

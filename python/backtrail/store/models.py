@@ -272,6 +272,8 @@ class Note:
     created_at: int
     updated_at: int
     external_id: str | None
+    author: str | None = None
+    """The assistant (MCP client) that wrote the note; ``None``: the user did."""
 
 
 @dataclass(frozen=True)

@@ -280,8 +280,19 @@ def _migrate_4(conn: sqlite3.Connection, now: int) -> None:
     run_script(conn, _SCHEMA_V4)
 
 
+def _migrate_5(conn: sqlite3.Connection, now: int) -> None:
+    """Notes name the assistant that wrote them (``author``; NULL: the user). Notes an
+    MCP client saved before get its name from their ``note.add`` event."""
+    conn.execute("ALTER TABLE notes ADD COLUMN author TEXT")
+    conn.execute(
+        "UPDATE notes SET author = (SELECT e.client FROM events e WHERE e.action = 'note.add' "
+        "AND e.target_type = 'note' AND e.target = CAST(notes.id AS TEXT) AND (e.client = 'mcp' "
+        "OR e.client LIKE 'mcp:%' OR e.client LIKE 'mcp-%') ORDER BY e.id LIMIT 1)"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [
-    _migrate_1, _migrate_2, _migrate_3, _migrate_4,
+    _migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
