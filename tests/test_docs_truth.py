@@ -105,7 +105,7 @@ async def test_the_options_page_names_the_actions_and_tools_that_exist(tmp_path:
     async with Client(stdio_params(tmp_path), mode="legacy") as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
     named = [code for code in page.code if re.fullmatch(r"[a-z_]+", code)]
-    assert len(named) == 4 and set(named) <= tools
+    assert len(named) == 3 and set(named) <= tools
     commands = [code for code in page.code if code.startswith("backtrail ")]
     assert commands == ["backtrail config exclusions", "backtrail events --type action"]
     for line in commands:

@@ -96,8 +96,8 @@ def rig(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig
 
 
 def _found(url: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
-    """A search-result predicate: the results for ``url``."""
-    return lambda results: [r for r in results if r["url"] == url]
+    """A search-result predicate: the results for ``url`` (facts and notes may have none)."""
+    return lambda results: [r for r in results if r.get("url") == url]
 
 
 def _refusals(worker: ServiceWorker) -> tuple[int, int]:

@@ -292,6 +292,8 @@ async def test_every_mistake_is_a_tool_error_and_the_server_keeps_serving(tmp_pa
         ("save_note", {"content": "   "}, "must not be empty"),
         ("forget", {}, "exactly one of url, domain, or since/until"),
         ("forget", {"url": "https://a.example/", "domain": "a.example"}, "exactly one"),
+        ("forget", {"domain": "org"}, "is a public suffix"),
+        ("forget", {"domain": "co.uk", "confirm": True}, "is a public suffix"),
         ("summarize_reading", {"week": "someday"}, "is not a week"),
         ("summarize_reading", {}, "exactly one of topic, week or open_tabs"),
         ("get_status", {"action_id": "a-424242"}, "action 424242 does not exist"),

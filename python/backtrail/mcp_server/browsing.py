@@ -454,6 +454,8 @@ async def _forget_preview(
                 "highlights and notes")  # fmt: skip
         matched = 1
     else:
+        if domain is not None:
+            domain = memory.forget_site(domain)  # a public suffix is refused, as by forget
         entries = await call.blocking(memory.timeline, start, end, domain=domain, limit=10_001)
         matched = len(entries)
         many = "more than 10000" if matched > 10_000 else str(matched)

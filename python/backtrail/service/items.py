@@ -26,6 +26,7 @@ from backtrail.store import (
     TabInput,
     checks,
 )
+from backtrail.urls import site_domain
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,11 @@ class ItemOps(MemoryBase):
             next_offset=following if following < len(text) else None, origin="web",
             source=label("page", page.url, page.last_captured_at, page.last_seen),
         )  # fmt: skip
+
+    def forget_site(self, domain: str) -> str:
+        """The site ``forget(domain=...)`` would remove, for previews: the lower-cased
+        host; ``InvalidUrl`` for a public suffix (``org``, ``co.uk``), as forget itself."""
+        return site_domain(domain)
 
     def timeline(
         self,
