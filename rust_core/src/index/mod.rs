@@ -7,6 +7,8 @@
 //! reader holds is immutable, so a snapshot stays valid while writers publish newer ones.
 
 mod cache;
+mod candidates;
+mod filter;
 mod search;
 mod write;
 
