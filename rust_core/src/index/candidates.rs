@@ -120,7 +120,7 @@ impl Index {
         // Most filters keep most documents (a default search leaves out only facts):
         // search the graphs as if unfiltered and drop what the filter refuses. Only when
         // too few remain is the allowed set collected (a pass over every matching
-        // document, ~20 ms at 100k pages) and searched within.
+        // document) and searched within.
         let kept = if f.domains.is_none() {
             self.place(snap, found, n, Some(f))?
         } else {

@@ -351,9 +351,9 @@ fn open_tantivy(dir: &Path) -> Result<tantivy::Index> {
 }
 
 /// Bytes of stored documents compressed together (tantivy's default is 16 KB). A search
-/// reads each hit's document whole, decompressing its block: passages are ~1.3 KB, so a
-/// 16 KB block is a dozen documents decompressed to return one, 12% of a vector search
-/// at 1M passages. Indexes keep the size they were created with.
+/// reads each hit's document whole, decompressing its block: a passage is about a
+/// kilobyte, so a 16 KB block is a dozen documents decompressed to return one. Indexes
+/// keep the size they were created with.
 const DOCSTORE_BLOCK: usize = 4096;
 
 /// Creates an empty index under the write lock (several processes may race to do it).
