@@ -594,7 +594,9 @@ fn an_index_whose_vectors_hold_near_copy_groups_is_reported_as_corrupt_to_be_reb
     let mut bytes = std::fs::read(&keys).unwrap();
     bytes[4..8].copy_from_slice(&2u32.to_le_bytes());
     std::fs::write(&keys, &bytes).unwrap();
-    let err = Index::open(dir.path(), OpenOptions::default()).err().unwrap();
+    let err = Index::open(dir.path(), OpenOptions::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, CoreError::IndexCorrupt { .. }), "{err}");
     assert!(err.to_string().contains("rebuild"), "{err}");
 }

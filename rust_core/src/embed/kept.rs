@@ -74,7 +74,11 @@ impl GraphCache {
     }
 
     /// Sessions from the kept graph, if there is a usable one for this configuration.
-    pub(super) fn load(&self, config: &EmbedderConfig, threads: usize) -> Option<Vec<Mutex<Session>>> {
+    pub(super) fn load(
+        &self,
+        config: &EmbedderConfig,
+        threads: usize,
+    ) -> Option<Vec<Mutex<Session>>> {
         let path = self.path();
         if !path.is_file() {
             return None;

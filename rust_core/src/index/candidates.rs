@@ -200,7 +200,6 @@ impl Index {
         }
         Ok(out)
     }
-
 }
 
 /// The best `n` documents for `query`, best first.
@@ -218,7 +217,6 @@ const EXACT_SCAN_LIMIT: usize = 2_000;
 fn with_spares(n: usize) -> usize {
     n + n / 2 + 8
 }
-
 
 /// How many of the `ask` nearest vectors to take from a segment holding `len` of the
 /// `total` vectors. Its share of the nearest is about its share of the vectors: twice

@@ -134,4 +134,3 @@ fn filter_matches(snap: &Snapshot, filter: &dyn Query, hits: &[DocAddress]) -> R
     }
     Ok(keep)
 }
-

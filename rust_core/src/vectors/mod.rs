@@ -182,7 +182,13 @@ mod tests {
     fn a_key_file_with_near_copy_groups_is_reported_as_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=12).map(unit).collect();
-        Segment::write(dir.path(), 6, &numbered(&vecs, 0, 1), &config(Quantization::I8)).unwrap();
+        Segment::write(
+            dir.path(),
+            6,
+            &numbered(&vecs, 0, 1),
+            &config(Quantization::I8),
+        )
+        .unwrap();
         let (_, keys) = segment::paths(dir.path(), 6);
         let mut bytes = std::fs::read(&keys).unwrap();
         bytes[4..8].copy_from_slice(&2u32.to_le_bytes());

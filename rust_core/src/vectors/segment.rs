@@ -182,8 +182,9 @@ impl Segment {
         let version = u32::from_le_bytes(keys[4..8].try_into().expect("4 bytes"));
         let count = u64::from_le_bytes(keys[8..16].try_into().expect("8 bytes")) as usize;
         match version {
-            VERSION if count.checked_mul(ENTRY).and_then(|n| n.checked_add(HEADER))
-                == Some(keys.len()) => {}
+            VERSION
+                if count.checked_mul(ENTRY).and_then(|n| n.checked_add(HEADER))
+                    == Some(keys.len()) => {}
             VERSION => {
                 return Err(corrupt(format!(
                     "expected {count} entries, file has {} bytes",
@@ -192,8 +193,7 @@ impl Segment {
             }
             GROUPED => {
                 return Err(corrupt(
-                    "written by an older Backtrail with near-copy groups; rebuild the index"
-                        .into(),
+                    "written by an older Backtrail with near-copy groups; rebuild the index".into(),
                 ))
             }
             other => return Err(corrupt(format!("unknown key file version {other}"))),
