@@ -105,6 +105,7 @@ class SearchOptions(TypedDict, total=False):
     rrf_k: float  # default 60
     title_boost: float  # BM25 weight of the title field relative to body
     proximity_boost: float  # bonus for bodies holding the words in order, close (default 2)
+    common_word_share: float  # words in more docs than this share rank the others' best (0.2)
     decay_half_life_days: float  # 0 disables time decay
     decay_floor: float  # decay never goes below this multiplier
     visit_weight: float  # boost = 1 + visit_weight * ln(1 + visits)

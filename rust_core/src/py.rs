@@ -497,6 +497,7 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
             "coverage_depth" => o.coverage_depth = value.extract().map_err(bad)?,
             "title_boost" => o.title_boost = value.extract().map_err(bad)?,
             "proximity_boost" => o.proximity_boost = value.extract().map_err(bad)?,
+            "common_word_share" => o.common_word_share = value.extract().map_err(bad)?,
             "decay_half_life_days" => o.rank.decay_half_life_days = value.extract().map_err(bad)?,
             "decay_floor" => o.rank.decay_floor = value.extract().map_err(bad)?,
             "visit_weight" => o.rank.visit_weight = value.extract().map_err(bad)?,

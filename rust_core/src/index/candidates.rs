@@ -4,8 +4,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use tantivy::collector::TopDocs;
-use tantivy::query::Query;
-use tantivy::{DocAddress, Score, Searcher};
+use tantivy::query::{EnableScoring, Query, Scorer};
+use tantivy::{DocAddress, DocSet, Score, Searcher};
 
 use super::cache::SegmentCache;
 use super::filter::HitFilter;
@@ -51,6 +51,12 @@ impl Index {
     /// document in neither list scores its words alone, below `n` documents of the
     /// words' list whose full scores are at least that.
     ///
+    /// Words too common to rank ([`ParsedQuery::leave_out_common`]) are left out of both
+    /// lists, which are then [`COMMON_RESCORE_DEPTH`] times as long, and their scores are
+    /// added to the documents in the lists. That is not exact: a document outside the lists
+    /// that only the common words would lift into the top is missed. When fewer documents
+    /// than that hold the other words, every word is scored.
+    ///
     /// Filters are checked on the hits, as most keep most documents (a default search
     /// leaves out only facts); only when too few survive is the filtered query run whole.
     pub(super) fn text_top(
@@ -72,18 +78,37 @@ impl Index {
             _ => return whole(),
         };
         let ask = if filter.is_some() { with_spares(n) } else { n };
-        let by_words = top(searcher, &*words, ask)?;
-        let complete = by_words.len() < ask;
+        let common = parsed.common_clauses(&self.fields, opts.title_boost);
+        let pool = if common.is_empty() {
+            ask
+        } else {
+            ask * COMMON_RESCORE_DEPTH
+        };
+        let by_words = top(searcher, &*words, pool)?;
+        let complete = by_words.len() < pool;
+        if complete && !common.is_empty() {
+            // Too few documents hold the other words to leave the common ones out.
+            let every = ParsedQuery {
+                common: Vec::new(),
+                ..parsed.clone()
+            };
+            return self.text_top(snap, &every, full, filter, n, opts);
+        }
         let mut best: FxHashMap<DocAddress, Score> =
             by_words.into_iter().map(|(s, a)| (a, s)).collect();
         if let Some(near) = parsed.near_query(&self.fields, opts.title_boost, opts.proximity_boost)
         {
-            for (s, a) in top(searcher, &*near, ask)? {
+            for (s, a) in top(searcher, &*near, pool)? {
                 let e = best.entry(a).or_insert(s);
                 *e = e.max(s);
             }
         }
         let mut merged: Vec<(Score, DocAddress)> = best.into_iter().map(|(a, s)| (s, a)).collect();
+        // One clause at a time: a term's scorer seeks through its skip list, where their
+        // union would decode every posting of these longest lists near each document.
+        for clause in &common {
+            add_scores(searcher, &**clause, &mut merged)?;
+        }
         merged.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
         merged.truncate(ask);
         let Some(f) = filter else {
@@ -200,6 +225,41 @@ impl Index {
         }
         Ok(out)
     }
+}
+
+/// With common words left out, how many times the wanted BM25 candidates are ranked by
+/// the other words before the common words' scores are added.
+const COMMON_RESCORE_DEPTH: usize = 2;
+
+/// Adds `query`'s score of each document to its score (nothing where it does not match),
+/// seeking each segment's scorer through the documents in order.
+fn add_scores(
+    searcher: &Searcher,
+    query: &dyn Query,
+    hits: &mut [(Score, DocAddress)],
+) -> Result<()> {
+    let weight = query.weight(EnableScoring::enabled_from_searcher(searcher))?;
+    let mut order: Vec<usize> = (0..hits.len()).collect();
+    order.sort_by_key(|&i| hits[i].1);
+    let mut scorer: Option<(u32, Box<dyn Scorer>)> = None;
+    for i in order {
+        let addr = hits[i].1;
+        if scorer.as_ref().map(|s| s.0) != Some(addr.segment_ord) {
+            let reader = searcher.segment_reader(addr.segment_ord);
+            scorer = Some((addr.segment_ord, weight.scorer(reader, 1.0)?));
+        }
+        let Some((_, s)) = scorer.as_mut() else {
+            continue;
+        };
+        let mut doc = s.doc();
+        if doc < addr.doc_id {
+            doc = s.seek(addr.doc_id);
+        }
+        if doc == addr.doc_id {
+            hits[i].0 += s.score();
+        }
+    }
+    Ok(())
 }
 
 /// The best `n` documents for `query`, best first.
@@ -376,6 +436,83 @@ mod tests {
             }
         }
         assert!(compared > 300, "the queries match documents ({compared})");
+    }
+
+    #[test]
+    fn common_words_scored_on_the_best_by_the_others_rank_almost_like_every_word_scored() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), OpenOptions::default()).unwrap();
+        corpus_in(&index, 3);
+        let snap = index.snapshot().unwrap();
+        let opts = SearchOptions::default();
+        // w0-w3 are in more than 80% of the documents, w30 and above in under 20%.
+        let mixed = [
+            "w0 w20 w30",
+            "w1 w3 w12 w38",
+            "w2 w0 w39 w5",
+            "w3 w30 w31 w1 w0",
+        ];
+        let (mut compared, mut same, mut with_common) = (0, 0, 0);
+        for q in QUERIES.iter().chain(&mixed) {
+            let mut parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
+            let full = parsed
+                .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+                .unwrap();
+            parsed.leave_out_common(&snap.searcher, &index.fields, 0.8);
+            assert!(parsed.common.len() < parsed.words.len(), "{q:?}");
+            with_common += usize::from(!parsed.common.is_empty());
+            for n in [3, 10, 30] {
+                let want = snap
+                    .searcher
+                    .search(&*full, &TopDocs::with_limit(n).order_by_score())
+                    .unwrap();
+                let got = index
+                    .text_top(&snap, &parsed, &*full, None, n, &opts)
+                    .unwrap();
+                assert_eq!(got.len(), want.len(), "{q:?} n={n}");
+                // Every document returned carries its exact full score.
+                for (score, addr) in &got {
+                    let exact = full
+                        .explain(&snap.searcher, *addr)
+                        .map(|e| e.value())
+                        .unwrap();
+                    assert!(
+                        (score - exact).abs() < 1e-4,
+                        "{q:?} n={n}: {score} vs {exact}"
+                    );
+                }
+                let wanted: FxHashSet<DocAddress> = want.iter().map(|h| h.1).collect();
+                compared += want.len();
+                same += got.iter().filter(|h| wanted.contains(&h.1)).count();
+            }
+        }
+        assert!(
+            with_common >= 5,
+            "the corpus has common words ({with_common})"
+        );
+        // These common words weigh more than English's "the" does, yet nine in ten of the
+        // top documents (ties at the cut included) are the same.
+        assert!(same * 100 >= compared * 90, "{same} of {compared}");
+        // Fewer documents than wanted hold the other words: every word is scored, so the
+        // documents holding only common words are there.
+        let mut parsed = ParsedQuery::parse("w0 w1 nowhere", &mut tokenizer::analyzer());
+        let full = parsed
+            .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+            .unwrap();
+        parsed.leave_out_common(&snap.searcher, &index.fields, 0.8);
+        assert_eq!(parsed.common, ["w0", "w1"]);
+        let want = snap
+            .searcher
+            .search(&*full, &TopDocs::with_limit(10).order_by_score())
+            .unwrap();
+        let got = index
+            .text_top(&snap, &parsed, &*full, None, 10, &opts)
+            .unwrap();
+        assert_same_top(&got, &want, "w0 w1 nowhere");
+        // A query made only of common words keeps them all.
+        let mut only_common = ParsedQuery::parse("w0 w1", &mut tokenizer::analyzer());
+        only_common.leave_out_common(&snap.searcher, &index.fields, 0.8);
+        assert!(only_common.common.is_empty());
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub const COVERAGE_DEPTH: usize = 2;
 /// shallow BM25 pool lets block-max WAND skip more.
 pub const FUSION_CANDIDATES: usize = 50;
 
+/// Default of [`SearchOptions::common_word_share`]: the same known-item quality as scoring
+/// every word, and faster BM25 on long queries (see `bench/README.md`).
+pub const COMMON_WORD_SHARE: f32 = 0.2;
+
 /// Tuning of one search; every field has a tested default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchOptions {
@@ -65,6 +69,9 @@ pub struct SearchOptions {
     pub title_boost: f32,
     /// Weight of the bonus for bodies holding the query's words close together, in order.
     pub proximity_boost: f32,
+    /// Words found in more than this share of the documents are left out of BM25 ranking
+    /// ([`ParsedQuery::leave_out_common`]); 1 scores every word. See [`COMMON_WORD_SHARE`].
+    pub common_word_share: f32,
     /// How many of the top BM25 documents are read for the query's coverage (the best
     /// share of its words any of them holds; see [`RankOptions`]).
     pub coverage_depth: usize,
@@ -88,6 +95,7 @@ impl Default for SearchOptions {
             rank: RankOptions::default(),
             title_boost: 0.5,
             proximity_boost: 2.0,
+            common_word_share: COMMON_WORD_SHARE,
             coverage_depth: COVERAGE_DEPTH,
             group: true,
             passages_per_hit: 3,
@@ -216,10 +224,11 @@ impl Index {
         let opts = &req.options;
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
-        let parsed = ParsedQuery::parse(req.query, &mut analyzer);
-        // The whole query: run when the words cannot be ranked apart, and highlighted in
-        // snippets.
+        let mut parsed = ParsedQuery::parse(req.query, &mut analyzer);
+        // The whole query (run when the words cannot be ranked apart, and highlighted in
+        // snippets) scores every word.
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
+        parsed.leave_out_common(&snap.searcher, &self.fields, opts.common_word_share);
         let filter = HitFilter::new(&req.filters, &self.fields);
 
         // The text side: the BM25 candidates and the query's coverage.

@@ -10,7 +10,7 @@ use tantivy::query::{
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
-use tantivy::Term;
+use tantivy::{Searcher, Term};
 
 use super::Fields;
 use crate::doc::Kind;
@@ -97,6 +97,8 @@ pub struct ParsedQuery {
     /// The unquoted tokens in order, repeats kept: a document holding them close
     /// together gets a proximity bonus.
     pub sequence: Vec<String>,
+    /// Words left out of BM25 scoring ([`ParsedQuery::leave_out_common`]).
+    pub common: Vec<String>,
 }
 
 /// Largest gap (in positions, summed) a loose phrase match tolerates.
@@ -121,6 +123,33 @@ impl ParsedQuery {
             }
         }
         parsed
+    }
+
+    /// Leaves out of BM25 scoring the words found in more than `max_share` of the
+    /// documents `searcher` sees ("the", "of", "is" in English text): their weight is
+    /// near zero, so they change almost no ranking, yet their postings are the longest to
+    /// score. A query made only of such words keeps them all. They still count for the
+    /// query's coverage, and the proximity bonus still asks for them between the other
+    /// words.
+    pub fn leave_out_common(&mut self, searcher: &Searcher, f: &Fields, max_share: f32) {
+        let docs = searcher.num_docs();
+        if max_share >= 1.0 || docs == 0 || self.words.is_empty() {
+            return;
+        }
+        let limit = (f64::from(max_share) * docs as f64) as u64;
+        let common: Vec<String> = self
+            .words
+            .iter()
+            .filter(|w| {
+                searcher
+                    .doc_freq(&Term::from_field_text(f.body, w))
+                    .is_ok_and(|df| df > limit)
+            })
+            .cloned()
+            .collect();
+        if common.len() < self.words.len() {
+            self.common = common;
+        }
     }
 
     /// True when there is nothing to search for.
@@ -160,6 +189,16 @@ impl ParsedQuery {
         disjunction(self.word_clauses(f, title_boost))
     }
 
+    /// The words [`ParsedQuery::leave_out_common`] left out, as the clauses
+    /// [`ParsedQuery::words_query`] would score them with (each word in the body and in
+    /// the title); their scores summed are the words' score. Empty when there are none.
+    pub fn common_clauses(&self, f: &Fields, title_boost: f32) -> Vec<Box<dyn Query>> {
+        word_clauses(f, &self.common, title_boost)
+            .into_iter()
+            .map(|(_, q)| q)
+            .collect()
+    }
+
     /// The documents earning the proximity bonus, scored as [`ParsedQuery::to_query`]
     /// scores them (bonus plus words). None when there is no bonus to earn.
     pub fn near_query(
@@ -183,19 +222,10 @@ impl ParsedQuery {
         Some(Box::new(BoostQuery::new(Box::new(near), proximity_boost)))
     }
 
-    /// Each word in the body, or (boosted by `title_boost`) in the title.
+    /// The clauses of the words scored in WAND: all but the common ones.
     fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for w in &self.words {
-            clauses.push((Occur::Should, term(f.body, w)));
-            if title_boost > 0.0 {
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(term(f.title, w), title_boost)),
-                ));
-            }
-        }
-        clauses
+        let scored = self.words.iter().filter(|w| !self.common.contains(w));
+        word_clauses(f, scored, title_boost)
     }
 
     /// For two or more words: the query matching bodies that hold them in order within
@@ -213,6 +243,25 @@ impl ParsedQuery {
             .collect();
         Some(PhraseQuery::new_with_offset_and_slop(terms, PROXIMITY_SLOP))
     }
+}
+
+/// Each word in the body, or (boosted by `title_boost`) in the title.
+fn word_clauses<'a>(
+    f: &Fields,
+    words: impl IntoIterator<Item = &'a String>,
+    title_boost: f32,
+) -> Vec<(Occur, Box<dyn Query>)> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    for w in words {
+        clauses.push((Occur::Should, term(f.body, w)));
+        if title_boost > 0.0 {
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(term(f.title, w), title_boost)),
+            ));
+        }
+    }
+    clauses
 }
 
 /// Any of `clauses`, or None without any.
