@@ -4,7 +4,7 @@
 
 1. Embedding throughput on the same passages: ORT's Python API used the plain way (batches of
    16 in input order, 2 intra-op threads) against the core's embedder (length-sorted batches,
-   fused attention, sessions/threads as configured), plus the query-embedding latency.
+   onnxruntime's optimised graph, sessions/threads as configured), plus the query-embedding latency.
 2. Retrieval quality on the real corpus (15,925 passages with their real vectors): MRR@10 and
    recall@10 per query family for BM25, vector, hybrid fusions, FTS5 and a BraveMCP-style
    ranking (10 + 10 candidates, then max(0.5, exp(-0.01 days)) * (1 + 0.2 ln visits)), with
@@ -76,9 +76,6 @@ def embedding_section(texts: list[str], query_texts: list[str]) -> dict[str, Any
         f"core {s}x{t} batch {b}": embedding.load_embedder(sessions=s, threads=t, batch_size=b)
         for s, t, b in EMBED_CONFIGS
     }
-    cores["core 2x1 batch 8, unfused"] = embedding.load_embedder(
-        sessions=2, threads=1, batch_size=8, fuse_attention=False
-    )
     runs: dict[str, list[float]] = {"ort-python 1x2 batch 16": []}
     runs.update({name: [] for name in cores})
     for _ in range(2):  # alternate, so background load hits every engine alike
@@ -104,7 +101,6 @@ def embedding_section(texts: list[str], query_texts: list[str]) -> dict[str, Any
         "ratio_best_core_vs_ort": best[fastest] / base,
         "ratio_same_threads_core_1x2_vs_ort": best["core 1x2 batch 16"] / base,
         "best_core_config": fastest,
-        "fused": core_q.fused,
         "min_cosine_vs_ort": float((ours * ref).sum(axis=1).min()),
         "query_latency_core": q_lat,
         "query_latency_ort": ort_q,

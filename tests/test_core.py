@@ -264,18 +264,7 @@ def test_stats_report_documents_vectors_and_watermark(tmp_path: Path) -> None:
     assert index.get(2) is None
 
 
-def test_packaged_model_runs_with_fused_attention_and_unchanged_vectors(
-    embedder: _core.Embedder,
-) -> None:
-    plain = embedding.load_embedder(fuse_attention=False)
-    assert embedder.fused and not plain.fused
-    texts = TEXTS[:8] + ["padding " * 3, "a much longer text " * 30]
-    fused = np.array(embedder.embed(texts))
-    unfused = np.array(plain.embed(texts))
-    assert (fused * unfused).sum(axis=1).min() > 0.9999
-
-
-def test_a_model_without_the_expected_attention_pattern_loads_unfused(tmp_path: Path) -> None:
+def test_a_model_file_that_holds_no_graph_is_a_model_error(tmp_path: Path) -> None:
     files = embedding.model_files()
     garbage = tmp_path / "model.onnx"
     garbage.write_bytes(b"\x08\x07" + b"\x12\x00")  # a protobuf ModelProto with no graph
@@ -302,12 +291,12 @@ def test_the_optimised_graph_is_kept_and_reused_and_a_damaged_one_is_rebuilt(
 
     first = embedding.load_embedder(cache_dir=cache)
     graph, weights = _kept(cache)
-    assert graph.name.endswith("-fused-split.onnx") and first.fused
+    assert graph.name.endswith("-split.onnx")
     assert graph.stat().st_size < 1_000_000 < weights.stat().st_size  # the weights apart
     assert sorted(p.name for p in cache.iterdir()) == sorted([graph.name, weights.name])
     stamps = graph.stat().st_mtime_ns, weights.stat().st_mtime_ns
     second = embedding.load_embedder(cache_dir=cache)  # from the kept graph
-    assert second.fused and (graph.stat().st_mtime_ns, weights.stat().st_mtime_ns) == stamps
+    assert (graph.stat().st_mtime_ns, weights.stat().st_mtime_ns) == stamps
     if sys.platform == "linux":  # onnxruntime maps the weights instead of reading them
         assert str(weights) in Path("/proc/self/maps").read_text()
     assert same_vectors(first) and same_vectors(second)

@@ -127,9 +127,6 @@ class Embedder:
     @property
     def max_tokens(self) -> int: ...
     @property
-    def fused(self) -> bool:
-        """True when attention runs as onnxruntime's fused operator."""
-    @property
     def query_counts(self) -> tuple[int, int]:
         """(queries embedded by searches, queries answered from the 256 latest query
         vectors)."""
@@ -144,7 +141,6 @@ class Embedder:
         sessions: int = 1,
         max_tokens: int = 256,
         batch_size: int = 16,
-        fuse_attention: bool = True,
         cache_dir: str | None = None,
     ) -> Embedder:
         """`cache_dir`: where onnxruntime's optimised graph of the model is kept, so

@@ -1,8 +1,7 @@
 //! Backtrail's search core: a library with no knowledge of browsers, MCP or SQLite.
 //!
 //! One index directory holds Tantivy segments (BM25 over titles and bodies), immutable
-//! usearch vector segments (whose graphs link one node per group of near-copies), and a
-//! manifest carried in Tantivy's commit payload. Many
+//! usearch vector segments, and a manifest carried in Tantivy's commit payload. Many
 //! processes open the same directory; each commit runs under a cross-process lock and is
 //! atomic for text and vectors together. Searches fuse BM25 and vector candidates, weigh
 //! them by recency and visits, and fold passages into one hit per page.

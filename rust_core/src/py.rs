@@ -80,7 +80,7 @@ pub struct PyEmbedder {
 #[pymethods]
 impl PyEmbedder {
     #[new]
-    #[pyo3(signature = (ort_library, model_path, tokenizer_path, *, sha256=None, threads=0, sessions=1, max_tokens=256, batch_size=16, fuse_attention=true, cache_dir=None))]
+    #[pyo3(signature = (ort_library, model_path, tokenizer_path, *, sha256=None, threads=0, sessions=1, max_tokens=256, batch_size=16, cache_dir=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -92,11 +92,9 @@ impl PyEmbedder {
         sessions: usize,
         max_tokens: usize,
         batch_size: usize,
-        fuse_attention: bool,
         cache_dir: Option<PathBuf>,
     ) -> PyResult<Self> {
         let mut config = EmbedderConfig::new(ort_library, model_path, tokenizer_path);
-        config.fuse_attention = fuse_attention;
         config.cache_dir = cache_dir;
         config.sha256 = sha256;
         config.threads = threads;
@@ -112,11 +110,6 @@ impl PyEmbedder {
     #[getter]
     fn dim(&self) -> usize {
         crate::DIM
-    }
-
-    #[getter]
-    fn fused(&self) -> bool {
-        self.inner.is_fused()
     }
 
     #[getter]

@@ -25,7 +25,8 @@ pub enum Fusion {
 /// Weights of the ranking; every one is a parameter with a tested default.
 ///
 /// The BM25 weight adapts to the query: `coverage` is the largest share of the query's
-/// words that one of the top BM25 documents holds (`SearchOptions::coverage_depth` of them). A query whose words all appear there (a remembered phrase,
+/// words that one of the top BM25 documents holds (`SearchOptions::coverage_depth` of
+/// them). A query whose words all appear there (a remembered phrase,
 /// a sentence from the page) is a lexical match to trust; one whose words mostly do not
 /// (a paraphrase, a vague description) leans on meaning. With `coverage_weighting` the
 /// weight is `bm25_weight + (1 - bm25_weight) * coverage`.
@@ -53,9 +54,8 @@ pub struct RankOptions {
     /// Near-duplicates share their relevance: a candidate whose vector has at least this
     /// cosine similarity to a more relevant candidate's takes that one's fusion score, so
     /// among copies of the same text (mirrors, versions, re-posts) recency and visits
-    /// decide which ranks first. 0 turns it off. Perturbed copies of one passage (5% of
-    /// the words dropped, a few swapped) measured cosine p5 0.947 / median 0.983 here; the
-    /// nearest other passage of the benchmark corpus p50 0.75 / p90 0.85.
+    /// decide which ranks first. 0 turns it off. `bench/README.md` has the similarities
+    /// measured between copies and between distinct passages.
     pub duplicate_similarity: f32,
 }
 

@@ -577,6 +577,31 @@ fn a_non_index_directory_payload_is_reported_as_corrupt() {
 }
 
 #[test]
+fn an_index_whose_vectors_hold_near_copy_groups_is_reported_as_corrupt_to_be_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut d = page(1, "t", "body");
+    d.vector = Some(axis_vector(0, 0.0));
+    index.stage([Op::Upsert(d)]).unwrap();
+    index.commit(None).unwrap();
+    drop(index);
+    // An older core wrote its segments' key files as version 2, with the groups after the
+    // (key, stamp) table.
+    let keys = walk(dir.path())
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "keys"))
+        .unwrap();
+    let mut bytes = std::fs::read(&keys).unwrap();
+    bytes[4..8].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&keys, &bytes).unwrap();
+    let err = Index::open(dir.path(), OpenOptions::default())
+        .err()
+        .unwrap();
+    assert!(matches!(err, CoreError::IndexCorrupt { .. }), "{err}");
+    assert!(err.to_string().contains("rebuild"), "{err}");
+}
+
+#[test]
 fn time_filters_apply_to_bm25_search() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path());

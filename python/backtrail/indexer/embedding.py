@@ -137,7 +137,6 @@ def load_embedder(
     threads: int = 0,
     sessions: int = 1,
     batch_size: int = 16,
-    fuse_attention: bool = True,
     cache_dir: str | Path | None = None,
 ) -> _core.Embedder:
     """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix.
@@ -155,6 +154,5 @@ def load_embedder(
         threads=threads,
         sessions=sessions,
         batch_size=batch_size,
-        fuse_attention=fuse_attention,
         cache_dir=None if cache_dir is None else str(cache_dir),
     )

@@ -1,14 +1,12 @@
 //! onnxruntime's optimised graph of a model, kept on disk between loads.
 //!
-//! A kept graph is two files. `<stem>-fused-split.onnx` (or `-plain-`) holds the graph,
-//! about 20 KB, and names the file of its weights, `<stem>-fused-split.<writer>.weights`.
-//! The weights are 90 MB for MiniLM: onnxruntime folds the int8 weights' dequantisation
-//! into float32 constants. onnxruntime maps a graph's external weights into memory where a
-//! graph holding its weights inline is read, parsed and copied. Measured on this 2-core
-//! machine, from a warm page cache, for the whole [`super::Embedder::load`] (tokenizer and
-//! probe included): 0.13 s and +86 MB of RSS, against 0.33-0.35 s and +157 MB from a
-//! one-file graph and 0.47-0.55 s and +194 MB from the model itself. Processes running
-//! the model share the mapped pages.
+//! A kept graph is two files. `<stem>-split.onnx` holds the graph, a few kilobytes, and
+//! names the file of its weights, `<stem>-split.<writer>.weights`: onnxruntime folds the
+//! int8 weights' dequantisation into float32 constants, so they are several times the
+//! model's size. onnxruntime maps a graph's external weights into memory where a graph
+//! holding its weights inline is read, parsed and copied, so a load from the kept graph is
+//! faster and lighter (figures in `bench/README.md`), and processes running the model
+//! share the mapped pages.
 //!
 //! Publishing: onnxruntime writes the weights under a name no other writer uses and the
 //! graph under a temporary name; both are fsynced, then the graph is renamed into place.
@@ -25,7 +23,7 @@ use std::time::{Duration, SystemTime};
 use ort::session::builder::SessionBuilder;
 use ort::session::Session;
 
-use super::{new_session, proto, sha256_hex, EmbedderConfig, Graph};
+use super::{new_session, sha256_hex, EmbedderConfig, Graph};
 use crate::error::Result;
 
 /// Weights and temporary files younger than this may belong to a graph another process is
@@ -68,14 +66,10 @@ impl GraphCache {
         }
     }
 
-    /// Where the graph is kept; `fused` says whether the attention rewrite is in it.
-    pub(super) fn path(&self, fused: bool) -> PathBuf {
+    /// Where the graph is kept.
+    pub(super) fn path(&self) -> PathBuf {
         let mut name = self.stem.clone().into_os_string();
-        name.push(if fused {
-            "-fused-split.onnx"
-        } else {
-            "-plain-split.onnx"
-        });
+        name.push("-split.onnx");
         PathBuf::from(name)
     }
 
@@ -84,46 +78,39 @@ impl GraphCache {
         &self,
         config: &EmbedderConfig,
         threads: usize,
-    ) -> Option<(Vec<Mutex<Session>>, bool)> {
-        let candidates: &[bool] = if config.fuse_attention {
-            &[true, false]
-        } else {
-            &[false]
-        };
-        for &fused in candidates {
-            let path = self.path(fused);
-            if !path.is_file() {
-                continue;
+    ) -> Option<Vec<Mutex<Session>>> {
+        let path = self.path();
+        if !path.is_file() {
+            return None;
+        }
+        let sessions = (0..config.sessions)
+            .map(|_| new_session(Graph::File(&path), threads, None).map(Mutex::new))
+            .collect::<Result<Vec<_>>>();
+        match sessions {
+            Ok(sessions) => {
+                self.forget_others();
+                Some(sessions)
             }
-            let sessions = (0..config.sessions)
-                .map(|_| new_session(Graph::File(&path), threads, None).map(Mutex::new))
-                .collect::<Result<Vec<_>>>();
-            match sessions {
-                Ok(sessions) => {
-                    self.forget_others();
-                    return Some((sessions, fused));
+            Err(_) => {
+                // Built again by the caller. Another process may still map these weights;
+                // its mapping outlives the name.
+                for weights in weights_of(&path) {
+                    let _ = std::fs::remove_file(weights);
                 }
-                Err(_) => {
-                    // Built again by the caller. Another process may still map these
-                    // weights; its mapping outlives the name.
-                    for weights in weights_of(&path) {
-                        let _ = std::fs::remove_file(weights);
-                    }
-                    let _ = std::fs::remove_file(&path);
-                }
+                let _ = std::fs::remove_file(&path);
+                None
             }
         }
-        None
     }
 
-    /// How the graph with `fused` is written while its first session is made.
-    pub(super) fn save(&self, fused: bool) -> Save {
-        Save::new(self.path(fused))
+    /// How the graph is written while its first session is made.
+    pub(super) fn save(&self) -> Save {
+        Save::new(self.path())
     }
 
     /// Removes what no kept graph of this model and runtime uses: the graphs and weights
-    /// of other models or runtimes (90 MB each; after an upgrade nothing reads them
-    /// again), graphs of the earlier one-file format, weights a graph replaced since no
+    /// of other models or runtimes (after an upgrade nothing reads them again), graphs of
+    /// earlier formats, weights a graph replaced since no
     /// longer names, and temporaries left by killed writers. This model's weights and
     /// temporaries younger than [`STRAY_AGE`] are left alone: a writer may be about to
     /// publish them.
@@ -136,16 +123,14 @@ impl GraphCache {
         };
         let stem = self.stem.file_name().unwrap_or_default().to_string_lossy();
         let mut keep: HashSet<OsString> = HashSet::new();
-        for fused in [true, false] {
-            let graph = self.path(fused);
-            if graph.is_file() {
-                keep.extend(
-                    weights_of(&graph)
-                        .into_iter()
-                        .filter_map(|w| w.file_name().map(Into::into)),
-                );
-                keep.extend(graph.file_name().map(Into::into));
-            }
+        let graph = self.path();
+        if graph.is_file() {
+            keep.extend(
+                weights_of(&graph)
+                    .into_iter()
+                    .filter_map(|w| w.file_name().map(Into::into)),
+            );
+            keep.extend(graph.file_name().map(Into::into));
         }
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -239,31 +224,32 @@ impl Save {
     }
 }
 
-/// The weights files `graph` names (ONNX external data: model 7, graph 5, initializer 13,
-/// key 1 `location`, value 2), beside the graph; none if it cannot be read.
+/// The weights files `graph` names, beside the graph; none if it cannot be read. The
+/// names are found as text in the graph's bytes (ONNX stores an external location as a
+/// plain string): `<graph stem>.<writer>.weights`, each [`Save`] writer's own.
 fn weights_of(graph: &Path) -> Vec<PathBuf> {
-    let names = || -> Result<Vec<String>> {
-        let bytes = std::fs::read(graph).map_err(|e| crate::error::CoreError::io(graph, e))?;
-        let mut names = Vec::new();
-        for g in proto::messages(&proto::decode(&bytes)?, 7) {
-            for tensor in proto::messages(&proto::decode(g)?, 5) {
-                for entry in proto::messages(&proto::decode(tensor)?, 13) {
-                    let entry = proto::decode(entry)?;
-                    if proto::first_string(&entry, 1) == "location" {
-                        names.push(proto::first_string(&entry, 2));
-                    }
-                }
-            }
-        }
-        Ok(names)
+    let (Ok(bytes), Some(stem)) = (std::fs::read(graph), graph.file_stem()) else {
+        return Vec::new();
     };
-    let mut names = names().unwrap_or_default();
+    let prefix = format!("{}.", stem.to_string_lossy());
+    let (prefix, suffix) = (prefix.as_bytes(), b".weights".as_slice());
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    let mut names = Vec::new();
+    let mut rest = bytes.as_slice();
+    while let Some(at) = find(rest, prefix) {
+        rest = &rest[at..];
+        // A writer's part is a process id and a time in hex, joined by '-'.
+        let writer = rest[prefix.len()..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+            .count();
+        let end = prefix.len() + writer;
+        if writer > 0 && rest[end..].starts_with(suffix) {
+            names.push(String::from_utf8_lossy(&rest[..end + suffix.len()]).into_owned());
+        }
+        rest = &rest[prefix.len()..];
+    }
     names.sort();
     names.dedup();
-    names
-        .into_iter()
-        // Only plain file names: the graph is ours, but never follow it elsewhere.
-        .filter(|n| !n.is_empty() && Path::new(n).file_name() == Some(n.as_ref()))
-        .map(|n| graph.with_file_name(n))
-        .collect()
+    names.into_iter().map(|n| graph.with_file_name(n)).collect()
 }

@@ -4,8 +4,9 @@
 //! exactly as sentence-transformers does for this model.
 //!
 //! Throughput comes from three choices measured in `bench/`: texts are sorted by token
-//! count so each batch pads to a similar length, onnxruntime's full graph optimiser runs,
-//! and several single-threaded sessions can work on different batches at once.
+//! count so each batch pads to a similar length, onnxruntime's own graph optimiser runs at
+//! its highest level (its result kept on disk, `kept.rs`), and several single-threaded
+//! sessions can work on different batches at once.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -21,9 +22,7 @@ use tokenizers::{Encoding, Tokenizer, TruncationParams};
 use crate::error::{CoreError, Result};
 use crate::DIM;
 
-mod fuse;
 mod kept;
-mod proto;
 
 use kept::{GraphCache, Save};
 
@@ -46,14 +45,10 @@ pub struct EmbedderConfig {
     pub max_tokens: usize,
     /// Texts per batch.
     pub batch_size: usize,
-    /// Rewrite the attention blocks into onnxruntime's fused operator when the graph has
-    /// the expected shape (see `fuse.rs`).
-    pub fuse_attention: bool,
     /// Directory for onnxruntime's optimised graph of this model, so later loads skip the
-    /// attention rewrite and the graph optimiser and map the weights instead of reading
-    /// them (a quarter of the load time, half the memory; `kept.rs`). The files' names
-    /// carry the model's identity and the onnxruntime library's; an unusable graph is
-    /// rebuilt.
+    /// graph optimiser and map the weights instead of reading them (`kept.rs`). The files'
+    /// names carry the model's identity and the onnxruntime library's; an unusable graph
+    /// is rebuilt.
     pub cache_dir: Option<PathBuf>,
 }
 
@@ -73,7 +68,6 @@ impl EmbedderConfig {
             sessions: 1,
             max_tokens: 256,
             batch_size: 16,
-            fuse_attention: true,
             cache_dir: None,
         }
     }
@@ -84,7 +78,6 @@ pub struct Embedder {
     tokenizer: Tokenizer,
     sessions: Vec<Mutex<Session>>,
     config: EmbedderConfig,
-    fused: bool,
     /// The latest query vectors, most recent last ([`Embedder::embed_query`]).
     queries: Mutex<VecDeque<(String, Vec<f32>)>>,
     /// Queries embedded, and queries answered from `queries`.
@@ -100,7 +93,6 @@ impl std::fmt::Debug for Embedder {
         f.debug_struct("Embedder")
             .field("model", &self.config.model)
             .field("sessions", &self.sessions.len())
-            .field("fused", &self.fused)
             .finish_non_exhaustive()
     }
 }
@@ -162,7 +154,7 @@ impl Embedder {
                 ));
             }
         }
-        // The tokenizer (~55 ms) loads beside the model's checksum and session.
+        // The tokenizer loads beside the model's checksum and session.
         let (tokenizer, sessions) = std::thread::scope(|scope| {
             let tokenizer = scope.spawn(|| load_tokenizer(&config));
             let sessions = load_sessions(&config);
@@ -171,12 +163,11 @@ impl Embedder {
                 sessions,
             )
         });
-        let (sessions, fused) = sessions?;
+        let sessions = sessions?;
         let tokenizer = tokenizer?;
         let embedder = Embedder {
             tokenizer,
             sessions,
-            fused,
             config,
             queries: Mutex::new(VecDeque::with_capacity(QUERY_CACHE)),
             query_counts: (AtomicUsize::new(0), AtomicUsize::new(0)),
@@ -189,11 +180,6 @@ impl Embedder {
     /// The configuration this embedder was loaded with.
     pub fn config(&self) -> &EmbedderConfig {
         &self.config
-    }
-
-    /// True when the attention blocks run as onnxruntime's fused operator.
-    pub fn is_fused(&self) -> bool {
-        self.fused
     }
 
     /// Token counts (after truncation) of each text.
@@ -305,13 +291,13 @@ fn load_tokenizer(config: &EmbedderConfig) -> Result<Tokenizer> {
 }
 
 /// The model's sessions, from the kept optimised graph when there is one (else from the
-/// model, after checking its sha256); true when the attention blocks are fused.
+/// model, after checking its sha256).
 ///
 /// The kept graph is found by the model file's identity (path, size, modification time)
-/// and the expected checksum, so a load that finds it neither reads nor hashes the 23 MB
-/// model (~50 ms). The model was checked when the graph was made from it; a model file
+/// and the expected checksum, so a load that finds it neither reads nor hashes the
+/// model. The model was checked when the graph was made from it; a model file
 /// replaced since has another identity, and is read and checked again.
-fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)> {
+fn load_sessions(config: &EmbedderConfig) -> Result<Vec<Mutex<Session>>> {
     init_runtime(&config.ort_library)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = if config.threads > 0 {
@@ -336,18 +322,12 @@ fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)>
             )));
         }
     }
-    let fused = if config.fuse_attention {
-        fuse::fuse_attention(&model).unwrap_or(None)
-    } else {
-        None
-    };
-    let graph = fused.as_deref().unwrap_or(&model);
-    let save = cache.as_ref().map(|c| c.save(fused.is_some()));
+    let save = cache.as_ref().map(GraphCache::save);
     let sessions = (0..config.sessions)
         .map(|i| {
             let save = if i == 0 { save.as_ref() } else { None };
             let graph = Graph::Bytes {
-                graph,
+                graph: &model,
                 model: &config.model,
             };
             new_session(graph, threads, save).map(Mutex::new)
@@ -356,13 +336,13 @@ fn load_sessions(config: &EmbedderConfig) -> Result<(Vec<Mutex<Session>>, bool)>
     if let Some(cache) = &cache {
         cache.forget_others();
     }
-    Ok((sessions, fused.is_some()))
+    Ok(sessions)
 }
 
 /// Where a session's graph comes from.
 #[derive(Clone, Copy)]
 enum Graph<'a> {
-    /// The graph's bytes (the model as read, or rewritten); `model` names it in errors.
+    /// The model's bytes; `model` names it in errors.
     Bytes { graph: &'a [u8], model: &'a Path },
     /// A graph file onnxruntime reads itself (a kept optimised graph), mapping the
     /// weights it keeps in a file apart (`kept.rs`).
@@ -389,9 +369,8 @@ fn new_session(graph: Graph<'_>, threads: usize, save: Option<&Save>) -> Result<
         .map_err(err)?
         .with_inter_threads(1)
         .map_err(err)?
-        // Idle pool threads sleep instead of spinning: spinning doubled the CPU time of a
-        // query embedding (measured 23 vs 12 ms per query at 2 threads) and took those
-        // cycles from the other processes on a small machine.
+        // Idle pool threads sleep instead of spinning: spinning costs a query embedding
+        // far more CPU time, taken from the other processes on a small machine.
         .with_intra_op_spinning(false)
         .map_err(err)?
         .with_inter_op_spinning(false)

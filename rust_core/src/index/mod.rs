@@ -7,6 +7,8 @@
 //! reader holds is immutable, so a snapshot stays valid while writers publish newer ones.
 
 mod cache;
+mod candidates;
+mod filter;
 mod search;
 mod write;
 
@@ -37,7 +39,9 @@ use cache::SegmentCache;
 pub struct OpenOptions {
     /// How long a commit waits for another process's commit to finish.
     pub lock_timeout: Duration,
-    /// Vector precision, used only when the index is created.
+    /// Vector precision, used only when the index is created. The default is f16: on real
+    /// passages, many of the ten nearest differ by less than i8 keeps apart, so even an
+    /// exact search over i8 vectors misses some of the exact ten (`bench/README.md`).
     pub quantization: Quantization,
     /// HNSW degree, used only when the index is created.
     pub connectivity: usize,
@@ -51,7 +55,7 @@ impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             lock_timeout: Duration::from_secs(30),
-            quantization: Quantization::I8,
+            quantization: Quantization::F16,
             connectivity: 16,
             expansion_add: 128,
             expansion_search: 128,
@@ -349,9 +353,9 @@ fn open_tantivy(dir: &Path) -> Result<tantivy::Index> {
 }
 
 /// Bytes of stored documents compressed together (tantivy's default is 16 KB). A search
-/// reads each hit's document whole, decompressing its block: passages are ~1.3 KB, so a
-/// 16 KB block is a dozen documents decompressed to return one, 12% of a vector search
-/// at 1M passages. Indexes keep the size they were created with.
+/// reads each hit's document whole, decompressing its block: a passage is about a
+/// kilobyte, so a 16 KB block is a dozen documents decompressed to return one. Indexes
+/// keep the size they were created with.
 const DOCSTORE_BLOCK: usize = 4096;
 
 /// Creates an empty index under the write lock (several processes may race to do it).

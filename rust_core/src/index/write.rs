@@ -75,8 +75,7 @@ const MAX_MERGE_VECTORS: u64 = 200_000;
 const SPARSE_LIVE_SHARE: f64 = 0.6;
 /// Likewise for text: a large Tantivy segment with more than this share of deleted
 /// documents is rewritten without them. Visits and re-captures rewrite a page's
-/// passages, so deletes pile up: on a 100k-page store whose two large segments were 80%
-/// and 11% deleted, BM25 p50 fell from 1.4-1.9 to 1.1-1.3 ms once the first was rewritten.
+/// passages, so deletes pile up, and a mostly deleted segment slows every BM25 search.
 const TEXT_DELETED_SHARE: f32 = 0.5;
 /// Segments from this many documents up count as large. Smaller ones are merged by
 /// Tantivy's log policy soon enough, and purging them at every commit would only churn.

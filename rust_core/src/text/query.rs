@@ -160,8 +160,8 @@ impl ParsedQuery {
     /// The BM25 query: each word in the body or (boosted by `title_boost`) the title,
     /// plus a bonus (`proximity_boost`) for bodies holding the words close together, in
     /// order ([`ParsedQuery::proximity_query`]); quoted phrases are required. (Scoring
-    /// the bonus only on the best documents by words alone was measured slower at equal
-    /// quality: it needs the best ~1,000 of them to keep the known-item MRR.)
+    /// the bonus only on the best documents by words alone was slower at equal quality:
+    /// it needs a deep pool of them to keep the known-item MRR; see `bench/README.md`.)
     pub fn to_query(
         &self,
         f: &Fields,

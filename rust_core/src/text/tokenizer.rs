@@ -6,12 +6,8 @@
 //! (Han, kana, Hangul) become overlapping bigrams, as Lucene's CJK analyzer does. A query
 //! tokenised the same way matches any word of two or more characters inside a run.
 
-use std::borrow::Cow;
-use std::cell::RefCell;
-use std::collections::HashMap;
-
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenFilter,
+    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token,
     TokenStream, Tokenizer,
 };
 
@@ -24,102 +20,8 @@ pub fn analyzer() -> TextAnalyzer {
         .filter(RemoveLongFilter::limit(48))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
-        .filter(MemoStemmer)
+        .filter(Stemmer::new(Language::English))
         .build()
-}
-
-/// English Snowball stemming exactly as tantivy's `Stemmer` does it, with a per-thread
-/// memo of the words seen last. Stemming was most of a search's time (snippets and the
-/// hybrid coverage re-tokenise the hits' text), and words repeat: a hit is a lookup.
-#[derive(Clone, Copy, Default)]
-pub struct MemoStemmer;
-
-/// Words remembered per thread before the memo starts over.
-const STEM_MEMO_WORDS: usize = 65_536;
-
-struct StemMemo {
-    stemmer: rust_stemmers::Stemmer,
-    /// word -> its stem, or `None` when stemming leaves it unchanged.
-    stems: HashMap<String, Option<String>>,
-}
-
-thread_local! {
-    static STEM_MEMO: RefCell<StemMemo> = RefCell::new(StemMemo {
-        stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
-        stems: HashMap::new(),
-    });
-}
-
-/// Replaces `word` by its stem.
-fn stem_in_place(word: &mut String) {
-    STEM_MEMO.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        let stem = match memo.stems.get(word.as_str()) {
-            Some(known) => known.clone(),
-            None => {
-                let stem = match memo.stemmer.stem(word) {
-                    Cow::Owned(s) => Some(s),
-                    Cow::Borrowed(s) if s != word.as_str() => Some(s.to_owned()),
-                    Cow::Borrowed(_) => None,
-                };
-                if memo.stems.len() >= STEM_MEMO_WORDS {
-                    memo.stems.clear();
-                }
-                memo.stems.insert(word.clone(), stem.clone());
-                stem
-            }
-        };
-        if let Some(stem) = stem {
-            *word = stem;
-        }
-    });
-}
-
-impl TokenFilter for MemoStemmer {
-    type Tokenizer<T: Tokenizer> = MemoStemmerFilter<T>;
-
-    fn transform<T: Tokenizer>(self, tokenizer: T) -> MemoStemmerFilter<T> {
-        MemoStemmerFilter { inner: tokenizer }
-    }
-}
-
-/// [`MemoStemmer`] applied to a tokenizer.
-#[derive(Clone)]
-pub struct MemoStemmerFilter<T> {
-    inner: T,
-}
-
-impl<T: Tokenizer> Tokenizer for MemoStemmerFilter<T> {
-    type TokenStream<'a> = MemoStemmerStream<T::TokenStream<'a>>;
-
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
-        MemoStemmerStream {
-            tail: self.inner.token_stream(text),
-        }
-    }
-}
-
-/// The token stream of [`MemoStemmerFilter`].
-pub struct MemoStemmerStream<T> {
-    tail: T,
-}
-
-impl<T: TokenStream> TokenStream for MemoStemmerStream<T> {
-    fn advance(&mut self) -> bool {
-        if !self.tail.advance() {
-            return false;
-        }
-        stem_in_place(&mut self.tail.token_mut().text);
-        true
-    }
-
-    fn token(&self) -> &Token {
-        self.tail.token()
-    }
-
-    fn token_mut(&mut self) -> &mut Token {
-        self.tail.token_mut()
-    }
 }
 
 /// True for characters of scripts written without spaces between words.
@@ -237,29 +139,6 @@ mod tests {
             tokens("Running databases, quickly!"),
             ["run", "databas", "quick"]
         );
-    }
-
-    #[test]
-    fn the_memo_stems_exactly_as_tantivy_does() {
-        use tantivy::tokenizer::{Language, Stemmer};
-        let mut reference = TextAnalyzer::builder(MultiScriptTokenizer::default())
-            .filter(RemoveLongFilter::limit(48))
-            .filter(LowerCaser)
-            .filter(AsciiFoldingFilter)
-            .filter(Stemmer::new(Language::English))
-            .build();
-        let text = "Running runners ran; the connections connected, connecting again. \
-                    Generously generalised generalizations — naïve café CAFÉS \
-                    Привет мир σκύλοι 数据库系统 running RUNNING sky skies dying lying";
-        let mut expected = Vec::new();
-        let mut stream = reference.token_stream(text);
-        while stream.advance() {
-            expected.push(stream.token().text.clone());
-        }
-        // twice: the second pass answers from the memo
-        assert_eq!(tokens(text), expected);
-        assert_eq!(tokens(text), expected);
-        assert!(expected.contains(&"run".to_string()) && expected.contains(&"sky".to_string()));
     }
 
     #[test]

@@ -1,5 +1,4 @@
-//! One immutable vector segment: a usearch HNSW file plus a sorted `(key, stamp)` sidecar
-//! that also holds the segment's near-duplicate groups ([`super::groups`]).
+//! One immutable vector segment: a usearch HNSW file plus a sorted `(key, stamp)` sidecar.
 //!
 //! A segment is written once (temporary name, fsync, rename) and then only memory-mapped
 //! (`view`), so any number of processes can read it while a writer publishes newer
@@ -10,7 +9,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use memmap2::Mmap;
@@ -20,17 +19,16 @@ use crate::error::{CoreError, Result};
 use crate::fsutil;
 use crate::manifest::{IndexConfig, Quantization, SegmentMeta};
 
-use super::groups::{self, Encoding, Groups, Probe, Slot};
-
 /// `(key, cosine similarity, stamp)` of a vector a search found.
 pub type Found = (u64, f32, u64);
 
 const MAGIC: &[u8; 4] = b"BTVK";
 const HEADER: usize = 16;
 const ENTRY: usize = 16;
-/// Key files of version 1 have no groups: their graph links every vector, by key.
-const UNGROUPED: u32 = 1;
-/// Key files of version 2 carry the groups; their graph links representatives by group.
+/// The key file's version: the `(key, stamp)` table and nothing after it.
+const VERSION: u32 = 1;
+/// Key files of this version held near-copy groups, which are no longer read: an index
+/// holding one is reported corrupt, so the caller rebuilds it.
 const GROUPED: u32 = 2;
 
 /// A vector to be written: document id, the stamp of the commit that computed it, and
@@ -60,7 +58,6 @@ pub struct Segment {
     expansion_search: usize,
     keys: Mmap,
     count: usize,
-    groups: Option<Groups>,
 }
 
 /// Paths of a segment's two files.
@@ -115,9 +112,28 @@ impl Segment {
             .min(8);
         let hnsw = HnswIndex::new(&options(config))?;
         hnsw.reserve_capacity_and_threads(entries.len().max(1), threads)?;
-        let Some(assigned) = groups::assign(&hnsw, entries, threads, cancel)? else {
-            return Ok(None);
+        let chunk = entries.len().div_ceil(threads).max(1);
+        let insert = |part: &[Entry<'_>]| -> Result<()> {
+            for batch in part.chunks(256) {
+                if cancel.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                batch.iter().try_for_each(|e| hnsw.add(e.key, e.vector))?;
+            }
+            Ok(())
         };
+        std::thread::scope(|s| {
+            let workers: Vec<_> = entries
+                .chunks(chunk)
+                .map(|part| s.spawn(|| insert(part)))
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().expect("vector insert thread panicked"))
+        })?;
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let tmp = fsutil::tmp_path(&graph_path);
         hnsw.save(
             tmp.to_str()
@@ -126,21 +142,19 @@ impl Segment {
         fsutil::sync_file(&tmp)?;
         fsutil::publish(&tmp, &graph_path)?;
 
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        order.sort_unstable_by_key(|&i| entries[i].key);
+        let mut sorted: Vec<(u64, u64)> = entries.iter().map(|e| (e.key, e.stamp)).collect();
+        sorted.sort_unstable();
         let tmp = fsutil::tmp_path(&keys_path);
         let file = File::create(&tmp).map_err(|e| CoreError::io(&tmp, e))?;
         let mut w = BufWriter::new(file);
         let write = |w: &mut BufWriter<File>| -> std::io::Result<()> {
             w.write_all(MAGIC)?;
-            w.write_all(&GROUPED.to_le_bytes())?;
-            w.write_all(&(order.len() as u64).to_le_bytes())?;
-            for &i in &order {
-                w.write_all(&entries[i].key.to_le_bytes())?;
-                w.write_all(&entries[i].stamp.to_le_bytes())?;
+            w.write_all(&VERSION.to_le_bytes())?;
+            w.write_all(&(sorted.len() as u64).to_le_bytes())?;
+            for (key, stamp) in &sorted {
+                w.write_all(&key.to_le_bytes())?;
+                w.write_all(&stamp.to_le_bytes())?;
             }
-            let encoding = Encoding::for_quantization(config.quantization);
-            groups::write(w, entries, &order, &assigned, encoding, config.dimensions)?;
             w.flush()?;
             w.get_ref().sync_all()
         };
@@ -167,22 +181,23 @@ impl Segment {
         }
         let version = u32::from_le_bytes(keys[4..8].try_into().expect("4 bytes"));
         let count = u64::from_le_bytes(keys[8..16].try_into().expect("8 bytes")) as usize;
-        let table_end = count
-            .checked_mul(ENTRY)
-            .and_then(|n| n.checked_add(HEADER))
-            .filter(|&end| end <= keys.len())
-            .ok_or_else(|| corrupt(format!("{count} entries do not fit in the file")))?;
-        let groups = match version {
-            UNGROUPED if keys.len() == table_end => None,
-            UNGROUPED => {
+        match version {
+            VERSION
+                if count.checked_mul(ENTRY).and_then(|n| n.checked_add(HEADER))
+                    == Some(keys.len()) => {}
+            VERSION => {
                 return Err(corrupt(format!(
                     "expected {count} entries, file has {} bytes",
                     keys.len()
                 )))
             }
-            GROUPED => Some(Groups::parse(&keys, table_end, count).map_err(corrupt)?),
+            GROUPED => {
+                return Err(corrupt(
+                    "written by an older Backtrail with near-copy groups; rebuild the index".into(),
+                ))
+            }
             other => return Err(corrupt(format!("unknown key file version {other}"))),
-        };
+        }
         let file = File::open(&graph_path).map_err(|e| CoreError::io(&graph_path, e))?;
         // SAFETY: as above, published files are never modified.
         let graph = unsafe { Mmap::map(&file) }.map_err(|e| CoreError::io(&graph_path, e))?;
@@ -195,7 +210,6 @@ impl Segment {
             expansion_search,
             keys,
             count,
-            groups,
         })
     }
 
@@ -226,12 +240,6 @@ impl Segment {
         self.count
     }
 
-    /// Nodes of the graph: groups of near-copies, or every vector in a segment written
-    /// before groups existed.
-    pub fn graph_nodes(&self) -> usize {
-        self.groups.map_or(self.count, |g| g.len())
-    }
-
     /// True if the segment holds no vectors.
     pub fn is_empty(&self) -> bool {
         self.count == 0
@@ -246,16 +254,12 @@ impl Segment {
 
     /// The stamp of `key`'s vector in this segment, if it has one.
     pub fn stamp_of(&self, key: u64) -> Option<u64> {
-        self.rank_of(key).map(|rank| self.entry(rank).1)
-    }
-
-    /// Where `key` is in the key table.
-    fn rank_of(&self, key: u64) -> Option<usize> {
         let (mut lo, mut hi) = (0, self.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.entry(mid).0.cmp(&key) {
-                std::cmp::Ordering::Equal => return Some(mid),
+            let (k, stamp) = self.entry(mid);
+            match k.cmp(&key) {
+                std::cmp::Ordering::Equal => return Some(stamp),
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
             }
@@ -268,9 +272,7 @@ impl Segment {
         (0..self.count).map(|i| self.entry(i))
     }
 
-    /// Approximate nearest neighbours: `(key, cosine similarity, stamp)`, best first. A
-    /// grouped segment finds the `count` nearest groups and scores every member of the
-    /// nearest ones, at least [`GROUPS_ALWAYS_VISITED`] and enough for `count` vectors.
+    /// Approximate nearest neighbours: `(key, cosine similarity, stamp)`, best first.
     pub fn search(&self, query: &[f32], count: usize, expansion: usize) -> Result<Vec<Found>> {
         if self.count == 0 {
             return Ok(Vec::new());
@@ -279,13 +281,7 @@ impl Segment {
         if expansion > 0 && expansion != hnsw.expansion_search() {
             hnsw.change_expansion_search(expansion);
         }
-        match &self.groups {
-            None => Ok(self.stamped(hnsw.search(query, count)?)),
-            Some(g) => {
-                let found = hnsw.search(query, count.min(g.len()))?;
-                self.members_of(g, query, similarities(found), count, None)
-            }
-        }
+        Ok(self.stamped(hnsw.search(query, count)?))
     }
 
     /// Like [`Segment::search`], visiting only keys `allow` accepts.
@@ -298,118 +294,22 @@ impl Segment {
         if self.count == 0 {
             return Ok(Vec::new());
         }
-        let hnsw = self.hnsw()?;
-        match &self.groups {
-            None => Ok(self.stamped(hnsw.filtered_search(query, count, allow)?)),
-            Some(g) => {
-                // A group is visited if any of its members is allowed.
-                let any_allowed = |group: u64| {
-                    g.members(&self.keys, group)
-                        .is_ok_and(|mut m| m.any(|(_, rank)| allow(self.entry(rank).0)))
-                };
-                let found = hnsw.filtered_search(query, count.min(g.len()), any_allowed)?;
-                self.members_of(g, query, similarities(found), count, Some(&allow))
-            }
-        }
+        Ok(self.stamped(self.hnsw()?.filtered_search(query, count, allow)?))
     }
 
-    /// usearch's matches with their stamps.
+    /// usearch's matches as `(key, similarity, stamp)`.
     fn stamped(&self, m: usearch::ffi::Matches) -> Vec<Found> {
-        similarities(m)
+        m.keys
             .into_iter()
-            .filter_map(|(key, sim)| Some((key, sim, self.stamp_of(key)?)))
+            .zip(m.distances)
+            .filter_map(|(key, d)| Some((key, 1.0 - d, self.stamp_of(key)?)))
             .collect()
-    }
-
-    /// The best `count` members (that `allow` accepts, when given) of the groups `found`
-    /// (nearest first), each representative with the graph's similarity, the others
-    /// scored alike. Groups are visited until [`GROUPS_ALWAYS_VISITED`] are and `count`
-    /// members are found.
-    ///
-    /// Members are ranked by their place in the key table, which is sorted by key, and
-    /// only the best `count` are looked up there: a search scores hundreds of near-copies,
-    /// and each look-up is a random read of a table of 16 bytes per vector.
-    fn members_of(
-        &self,
-        g: &Groups,
-        query: &[f32],
-        found: Vec<(u64, f32)>,
-        count: usize,
-        allow: Option<&dyn Fn(u64) -> bool>,
-    ) -> Result<Vec<Found>> {
-        let corrupt = |reason: String| CoreError::IndexCorrupt {
-            path: self.graph_path.with_extension("keys"),
-            reason,
-        };
-        if count == 0 {
-            return Ok(Vec::new());
-        }
-        let probe = Probe::new(g.encoding(), query);
-        // (similarity, rank in the key table)
-        let mut scored: Vec<(f32, usize)> = Vec::new();
-        for (visited, (group, rep_sim)) in found.into_iter().enumerate() {
-            if visited >= GROUPS_ALWAYS_VISITED && scored.len() >= count {
-                break;
-            }
-            let members = g.members(&self.keys, group).map_err(corrupt)?;
-            for (i, (p, rank)) in members.enumerate() {
-                if allow.is_some_and(|allow| !allow(self.entry(rank).0)) {
-                    continue;
-                }
-                let sim = if i == 0 {
-                    rep_sim
-                } else {
-                    let v = g.member_vector(&self.keys, group, p);
-                    probe.similarity(v.ok_or_else(|| corrupt(MISSING.into()))?)
-                };
-                scored.push((sim, rank));
-            }
-        }
-        let best_first =
-            |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if scored.len() > count {
-            scored.select_nth_unstable_by(count - 1, best_first);
-            scored.truncate(count);
-        }
-        scored.sort_unstable_by(best_first);
-        Ok(scored
-            .into_iter()
-            .map(|(sim, rank)| {
-                let (key, stamp) = self.entry(rank);
-                (key, sim, stamp)
-            })
-            .collect())
     }
 
     /// The stored (dequantised) vector of `key`.
     pub fn get(&self, key: u64, dim: usize) -> Result<Option<Vec<f32>>> {
-        let graph_key = match &self.groups {
-            None => key,
-            Some(g) => match self.rank_of(key).and_then(|rank| g.slot(&self.keys, rank)) {
-                None => return Ok(None),
-                Some(Slot::Stored(slot)) => return Ok(g.decode(&self.keys, slot)),
-                Some(Slot::Rep(group)) => group,
-            },
-        };
         let mut buf = vec![0f32; dim];
-        let found = self.hnsw()?.get(graph_key, &mut buf)?;
+        let found = self.hnsw()?.get(key, &mut buf)?;
         Ok((found > 0).then_some(buf))
     }
-}
-
-/// Groups a search scores before it may stop: near-copies of a text rank close together,
-/// so the best members can sit in groups whose representatives rank a little lower. At 1M
-/// passages of ~60 copies each, scoring 11 groups for 23 hits found 0.9715 of the exact
-/// top 10 and 62 groups 0.9717 (expansion 128).
-const GROUPS_ALWAYS_VISITED: usize = 16;
-
-const MISSING: &str = "a group member's vector is missing";
-
-/// `(key, similarity)` of usearch's matches.
-fn similarities(m: usearch::ffi::Matches) -> Vec<(u64, f32)> {
-    m.keys
-        .into_iter()
-        .zip(m.distances)
-        .map(|(k, d)| (k, 1.0 - d))
-        .collect()
 }
