@@ -93,8 +93,8 @@ class Hit(TypedDict):
     passages: list[Passage]  # best passages of the same parent, best first
 
 class SearchOptions(TypedDict, total=False):
-    bm25_candidates: int  # default 50, at least 3 * k (hybrid; bm25-only mode takes 3 * k)
-    vector_candidates: int  # default 50, at least 3 * k (hybrid; vector-only mode takes 3 * k)
+    bm25_candidates: int  # default 50, at least k, in every mode: one ranking for any k up to it
+    vector_candidates: int  # default 50, at least k, in every mode
     fusion: Literal["zscore", "convex", "rrf"]  # default "zscore"
     # Weight of BM25 in the fusion (vector gets 1 - w), default 0.3; with coverage_weighting
     # (default True) it rises to 1 as the best BM25 match holds more of the query's words.

@@ -52,6 +52,9 @@ _DEFAULT_KINDS = ("page", "highlight", "note", "bookmark")
 _CORE_KINDS = {"page": ("page", "passage")}
 _MAX_RESULT_CHARS = 100_000
 _MIN_EXTRA_PASSAGE = 40
+_POOL_DEPTH = 50  # BM25 and vector candidates ranked for the first results (the core's default)
+_POOL_GROWTH = 4
+_MAX_POOL_DEPTH = 3_200
 
 
 @dataclass(frozen=True)
@@ -220,16 +223,40 @@ class SearchOps(MemoryBase):
     def _core_search(
         self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int
     ) -> list[_core.Hit]:
-        """The core's hits for ``request``; the core embeds the query with ``embedder``
-        (keeping recent query vectors) while it gathers the BM25 candidates."""
-        wanted = request.offset + request.limit + 1
+        """The core's hits for ``request``, the top of one ranking whatever page is asked
+        for: the core ranks candidate pools of a fixed depth, and when a page reaches
+        past what that pool holds, deeper pools (each :data:`_POOL_GROWTH` times the last)
+        continue the ranking with the pages they add. The core embeds the query with
+        ``embedder`` (keeping recent query vectors) while it gathers the BM25 candidates.
+        A few spare hits stand in for any forgotten since the index was written."""
+        wanted = request.offset + request.limit + 1 + request.limit // 2 + 2
+        hits: list[_core.Hit] = []
+        seen: set[int] = set()
+        options = self._options(request)
+        depth = _POOL_DEPTH
+        while True:
+            # Asking for no more hits than the pool is deep keeps the core's pools as set.
+            k = min(wanted, depth)
+            tier = self._core_tier(request, mode, embedder, now, k, options, depth)
+            fresh = [hit for hit in tier if hit["parent"] not in seen]
+            hits += fresh[: wanted - len(hits)]
+            seen.update(hit["parent"] for hit in fresh)
+            if len(hits) >= wanted or (not fresh and len(tier) < k) or depth >= _MAX_POOL_DEPTH:
+                return hits
+            depth *= _POOL_GROWTH
+
+    def _core_tier(
+        self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int,
+        wanted: int, options: dict[str, Any], depth: int,
+    ) -> list[_core.Hit]:  # fmt: skip
         try:
             return self._indexer.index.search(
-                request.query, wanted + request.limit // 2 + 2,
+                request.query, wanted,
                 kinds=[k for kind in request.kinds for k in _CORE_KINDS.get(kind, (kind,))],
                 domains=list(request.domains) or None, since=request.since,
                 until=request.until, now=now, mode=cast(Any, mode), embedder=embedder,
-                options=cast(Any, self._options(request)),
+                options=cast(Any, {**options, "bm25_candidates": depth,
+                                   "vector_candidates": depth}),
             )  # fmt: skip
         except _core.ModelError:
             raise

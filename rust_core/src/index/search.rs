@@ -47,7 +47,9 @@ pub const COVERAGE_DEPTH: usize = 2;
 
 /// Default of [`SearchOptions::bm25_candidates`] and [`SearchOptions::vector_candidates`]:
 /// deeper pools gave the same known-item quality in `bench/` (see its README), and a
-/// shallow BM25 pool lets block-max WAND skip more.
+/// shallow BM25 pool lets block-max WAND skip more. A pool grows only when more hits are
+/// asked for than it is deep, so requests of up to that many hits rank alike: the top n
+/// of each is the top n of one ranking.
 pub const FUSION_CANDIDATES: usize = 50;
 
 /// Default of [`SearchOptions::common_word_share`]: the same known-item quality as scoring
@@ -57,11 +59,9 @@ pub const COMMON_WORD_SHARE: f32 = 0.2;
 /// Tuning of one search; every field has a tested default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchOptions {
-    /// BM25 candidates considered for fusion (at least `3 * k`; BM25-only mode takes
-    /// `3 * k`). See [`FUSION_CANDIDATES`].
+    /// BM25 candidates ranked, in every mode (at least `k`). See [`FUSION_CANDIDATES`].
     pub bm25_candidates: usize,
-    /// Vector candidates considered for fusion (at least `3 * k`; vector-only mode takes
-    /// `3 * k`).
+    /// Vector candidates ranked, in every mode (at least `k`).
     pub vector_candidates: usize,
     /// Fusion and re-ranking weights.
     pub rank: RankOptions,
@@ -236,12 +236,7 @@ impl Index {
             let Some(q) = text_query.as_ref().filter(|_| req.mode != Mode::Vector) else {
                 return Ok((Vec::new(), 0.0));
             };
-            // Fusion needs a deep pool; BM25-only ranking just re-orders its top few by
-            // recency and visits.
-            let n = match req.mode {
-                Mode::Bm25 => req.k * 3,
-                _ => opts.bm25_candidates.max(req.k * 3),
-            };
+            let n = opts.bm25_candidates.max(req.k);
             let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts)?;
             let mut coverage = 0.0;
             if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
@@ -267,12 +262,7 @@ impl Index {
                 _ => return Ok(None),
             };
             crate::doc::normalize_vector(&mut qv)?;
-            // Fusion needs a deep pool; vector-only ranking just re-orders its top few by
-            // recency and visits, so a wide beam would only cost time.
-            let n = match req.mode {
-                Mode::Vector => req.k * 3,
-                _ => opts.vector_candidates.max(req.k * 3),
-            };
+            let n = opts.vector_candidates.max(req.k);
             let hits = self.vector_candidates(&snap, &qv, n, filter.as_ref(), opts.expansion)?;
             Ok(Some((qv, hits)))
         };

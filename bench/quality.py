@@ -1,0 +1,193 @@
+"""Retrieval quality through the service, on real pages and human-written recollections.
+
+A store is built with the service API the MCP tools use: every page of the chosen sets of
+the real corpus (``bench.real_corpus``) goes in through ``Memory.capture_page`` with its
+extracted text, and the indexer indexes it as it would any capture. Passage vectors come
+from ``bench.vector_cache`` (a text the cache lacks is embedded by the real model, so the
+store is the same either way). Then every query of ``shared/eval``'s sets goes through
+``Memory.search`` at limit 10, in each mode, and is scored as ``shared/eval/README.md``
+says: MRR@10 and recall@10 of the target pages per kind, and for the absent topics the
+share answered with no result at all.
+
+    python -m bench.quality --sets python,postgresql   # the Python + PostgreSQL pages
+    python -m bench.quality                            # the seven packages
+
+The store is kept under ``<data>/quality-<sets>/`` and reused (``--rebuild`` starts
+over). Results: a table on stdout and ``bench/results/quality-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import common
+from bench.common import DATA_DIR, Progress, say
+from bench.real_corpus import PAGES_FILE, real_dir
+from bench.run_core import EVAL_DIR
+from bench.vector_cache import VectorCache, cache_dir, model_id, text_key
+
+SETS = ("python", "postgresql", "rust", "django", "linux", "jdk", "libstdcxx")
+QUERY_SETS = ("dev-pypg.jsonl", "dev-big.jsonl", "dev-absent.jsonl")
+MODES = ("hybrid", "bm25", "vector")
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+class CachedEmbedder:
+    """The indexer's embedder, answering from the vector cache; texts it lacks go to the
+    real model (and are counted)."""
+
+    def __init__(self, real: Any, cache: VectorCache, model: str):
+        self.real, self.cache, self.model = real, cache, model
+        self.missed = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        keys = [text_key(t, self.model) for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self.cache]
+        out: list[Any] = [None] * len(texts)
+        if missing:
+            self.missed += len(missing)
+            for i, v in zip(missing, self.real.embed([texts[i] for i in missing]), strict=True):
+                out[i] = v
+        have = [i for i, k in enumerate(keys) if k in self.cache]
+        if have:
+            for i, v in zip(have, self.cache.matrix([keys[i] for i in have]), strict=True):
+                out[i] = [float(x) for x in v]
+        return out
+
+
+def corpus_pages(data_dir: Path, sets: Sequence[str]) -> Iterator[dict[str, Any]]:
+    with open(real_dir(data_dir) / PAGES_FILE, encoding="utf-8") as f:
+        for line in f:
+            page = json.loads(line)
+            if page["set"] in sets and page["text"]:
+                yield page
+
+
+def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
+    """The service over a store holding every page of ``sets``, indexed with vectors."""
+    from backtrail.config import Config
+    from backtrail.service import Memory
+
+    home = data_dir / ("quality-" + "+".join(sets))
+    ready = home / "ready"
+    if rebuild and home.exists():
+        import shutil
+
+        shutil.rmtree(home)
+    home.mkdir(parents=True, exist_ok=True)
+    # The store's own clock: every page was read a year ago, once, so time decay and
+    # visits weigh alike for all and relevance decides.
+    memory = Memory(Config(data_dir=home, embeddings=True, background_indexing=False),
+                    client="bench", clock=lambda: 1_700_000_000.0)  # fmt: skip
+    if ready.exists():
+        return memory
+    pages = list(corpus_pages(data_dir, sets))
+    progress = Progress("capture", len(pages), every=30)
+    with memory.batch():
+        for page in pages:
+            memory.capture_page(page["url"], text=page["text"], title=page["title"],
+                                language=page.get("language"))  # fmt: skip
+            progress.add(1)
+    progress.add(0, force=True)
+    model = model_id()
+    real = memory._embedder()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
+    if real is None:
+        raise SystemExit("the embedding model is not available: the bench needs it")
+    cached = CachedEmbedder(real, VectorCache(cache_dir(data_dir, model)), model)
+    memory._indexer._embedder = lambda: cached  # noqa: SLF001
+    t0 = time.perf_counter()
+    memory.catch_up(progress=lambda done, total, phase: None)
+    say(f"indexed {len(pages):,} pages in {time.perf_counter() - t0:.0f} s "
+        f"({cached.missed:,} passages not in the vector cache, embedded now)")  # fmt: skip
+    ready.write_text(json.dumps({"pages": len(pages), "embedded_now": cached.missed}))
+    return memory
+
+
+def queries(eval_dir: Path, sets: Sequence[str]) -> list[dict[str, Any]]:
+    """Each query set's queries whose targets the store holds (absent topics always)."""
+    wanted = set(sets)
+    out = []
+    for name in QUERY_SETS:
+        for q in common.read_jsonl(eval_dir / name):
+            if name == "dev-pypg.jsonl" and not wanted & {"python", "postgresql"}:
+                continue
+            if name == "dev-big.jsonl" and not wanted - {"python", "postgresql"}:
+                continue
+            out.append({**q, "set": name.removesuffix(".jsonl")})
+    return out
+
+
+def run(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per mode: the ranked URLs, the top hit's evidence and the latency of each query."""
+    out: dict[str, Any] = {}
+    for mode in MODES:
+        rows = []
+        for q in qs:
+            t0 = time.perf_counter()
+            page = memory.search(q["query"], limit=10, mode=mode)
+            ms = (time.perf_counter() - t0) * 1e3
+            top = page.results[0].explanation if page.results else {}
+            rows.append({"id": q["id"], "urls": [r.url for r in page.results], "ms": ms,
+                         "top": {k: top.get(k) for k in ("vector_similarity", "coverage",
+                                                         "bm25_score", "fusion")}})  # fmt: skip
+        out[mode] = rows
+    return out
+
+
+def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """MRR@10 / recall@10 per query set and kind; for absent topics the empty share."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for q, row in zip(qs, rows, strict=True):
+        if q["kind"] == "absent":
+            groups.setdefault("absent", []).append((float(not row["urls"]), 0.0))
+            continue
+        rank = next((i for i, u in enumerate(row["urls"][:10], 1) if u in q["targets"]), None)
+        pair = (1.0 / rank if rank else 0.0, 1.0 if rank else 0.0)
+        for g in (q["set"], f"{q['set']} {q['kind']}"):
+            groups.setdefault(g, []).append(pair)
+    return {g: {"n": len(v), "mrr": float(np.mean([a for a, _ in v])),
+                "recall": float(np.mean([b for _, b in v]))}
+            for g, v in sorted(groups.items())}  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default=",".join(SETS), help="corpus sets, comma-separated")
+    ap.add_argument("--eval-dir", type=Path, default=EVAL_DIR)
+    ap.add_argument("--rebuild", action="store_true", help="build the store anew")
+    args = ap.parse_args(argv)
+    sets = [s for s in args.sets.split(",") if s]
+    if unknown := set(sets) - set(SETS):
+        ap.error(f"unknown sets: {', '.join(sorted(unknown))}")
+    memory = open_store(DATA_DIR, sets, args.rebuild)
+    qs = queries(args.eval_dir, sets)
+    with memory:
+        ran = run(memory, qs)
+    result = {"sets": sets, "queries": len(qs),
+              "scores": {m: scores(qs, rows) for m, rows in ran.items()}, "runs": ran}  # fmt: skip
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(result, indent=1))
+    out = sys.stdout.write
+    out(f"| group | n | {' | '.join(MODES)} |\n|---|---|{'---|' * len(MODES)}\n")
+    for g in result["scores"]["hybrid"]:
+        cells = []
+        for m in MODES:
+            s = result["scores"][m][g]
+            cells.append(f"{s['mrr']:.3f}" + ("" if g == "absent" else f" / {s['recall']:.3f}"))
+        out(f"| {g} | {result['scores']['hybrid'][g]['n']} | {' | '.join(cells)} |\n")
+    for m in MODES:
+        out(f"{m} p50 {np.median([r['ms'] for r in ran[m]]):.1f} ms\n")
+    say(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
