@@ -104,8 +104,10 @@ pub struct IndexConfig {
 impl IndexConfig {
     /// File name inside the index directory.
     pub const FILE_NAME: &'static str = "backtrail-index.json";
-    /// Current directory format.
-    pub const FORMAT: u32 = 1;
+    /// Current directory format. Raised whenever the text analysis changes (format 2 stems
+    /// words by script), so an index analysed the old way is reported corrupt and rebuilt
+    /// rather than searched with terms it does not hold.
+    pub const FORMAT: u32 = 2;
 
     /// Reads the settings of an existing index.
     pub fn load(dir: &Path) -> Result<IndexConfig> {

@@ -5,23 +5,122 @@
 //! alphabetic scripts split on non-alphanumerics as usual, while runs of CJK characters
 //! (Han, kana, Hangul) become overlapping bigrams, as Lucene's CJK analyzer does. A query
 //! tokenised the same way matches any word of two or more characters inside a run.
+//!
+//! Each word is stemmed by its script: Cyrillic words as Russian, Greek as Greek, Arabic
+//! as Arabic, every other word as English. A query is analysed the same way, so its
+//! words find their other inflections without anyone naming the query's language.
 
+use std::borrow::Cow;
+
+use rust_stemmers::Algorithm;
 use tantivy::tokenizer::{
-    AsciiFoldingFilter, Language, LowerCaser, RemoveLongFilter, Stemmer, TextAnalyzer, Token,
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, TextAnalyzer, Token, TokenFilter,
     TokenStream, Tokenizer,
 };
 
 /// Name under which the analyzer is registered in every process that opens an index.
 pub const ANALYZER: &str = "bt_text";
 
-/// The analyzer used for titles and bodies: split, lower-case, fold accents, stem English.
+/// The analyzer used for titles and bodies: split, lower-case, fold accents, stem each
+/// word by its script.
 pub fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(MultiScriptTokenizer::default())
         .filter(RemoveLongFilter::limit(48))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
-        .filter(Stemmer::new(Language::English))
+        .filter(ScriptStemmer)
         .build()
+}
+
+/// The stemmers, by the script index [`script_of`] gives.
+const STEMMERS: [Algorithm; 4] = [
+    Algorithm::English,
+    Algorithm::Greek,
+    Algorithm::Russian,
+    Algorithm::Arabic,
+];
+
+/// Which of [`STEMMERS`] stems a word starting with `c`: the one language its script
+/// stands for, or English (whose stemmer leaves words of other scripts alone).
+fn script_of(c: char) -> usize {
+    match c as u32 {
+        0x0370..=0x03FF | 0x1F00..=0x1FFF => 1,
+        0x0400..=0x052F | 0x1C80..=0x1C8F | 0x2DE0..=0x2DFF | 0xA640..=0xA69F => 2,
+        0x0600..=0x06FF | 0x0750..=0x077F | 0x08A0..=0x08FF | 0xFB50..=0xFDFF | 0xFE70..=0xFEFF => {
+            3
+        }
+        _ => 0,
+    }
+}
+
+/// Token filter stemming each token with the stemmer of its script ([`script_of`]);
+/// CJK bigrams are left as they are.
+#[derive(Clone, Copy, Default)]
+pub struct ScriptStemmer;
+
+impl TokenFilter for ScriptStemmer {
+    type Tokenizer<T: Tokenizer> = ScriptStemmerFilter<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> ScriptStemmerFilter<T> {
+        ScriptStemmerFilter { inner: tokenizer }
+    }
+}
+
+/// [`ScriptStemmer`] wrapped around a tokenizer.
+#[derive(Clone)]
+pub struct ScriptStemmerFilter<T> {
+    inner: T,
+}
+
+impl<T: Tokenizer> Tokenizer for ScriptStemmerFilter<T> {
+    type TokenStream<'a> = ScriptStemmerStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        ScriptStemmerStream {
+            tail: self.inner.token_stream(text),
+            stemmers: Default::default(),
+            buffer: String::new(),
+        }
+    }
+}
+
+/// Token stream of [`ScriptStemmerFilter`]; creates each script's stemmer when first needed.
+pub struct ScriptStemmerStream<T> {
+    tail: T,
+    stemmers: [Option<rust_stemmers::Stemmer>; STEMMERS.len()],
+    buffer: String,
+}
+
+impl<T: TokenStream> TokenStream for ScriptStemmerStream<T> {
+    fn advance(&mut self) -> bool {
+        if !self.tail.advance() {
+            return false;
+        }
+        let token = self.tail.token_mut();
+        let Some(first) = token.text.chars().next().filter(|&c| !is_cjk(c)) else {
+            return true;
+        };
+        let script = script_of(first);
+        let stemmer = self.stemmers[script]
+            .get_or_insert_with(|| rust_stemmers::Stemmer::create(STEMMERS[script]));
+        match stemmer.stem(&token.text) {
+            Cow::Owned(stemmed) => token.text = stemmed,
+            Cow::Borrowed(stemmed) => {
+                self.buffer.clear();
+                self.buffer.push_str(stemmed);
+                std::mem::swap(&mut token.text, &mut self.buffer);
+            }
+        }
+        true
+    }
+
+    fn token(&self) -> &Token {
+        self.tail.token()
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        self.tail.token_mut()
+    }
 }
 
 /// True for characters of scripts written without spaces between words.
@@ -154,8 +253,32 @@ mod tests {
 
     #[test]
     fn cyrillic_and_greek_words_are_kept_whole_and_lowercased() {
-        assert_eq!(tokens("Привет Мир"), ["привет", "мир"]);
-        assert_eq!(tokens("Καλημέρα κόσμε"), ["καλημέρα", "κόσμε"]);
+        assert_eq!(tokens("Мир"), ["мир"]);
+        assert_eq!(tokens("ΜΙΚΡΟ"), tokens("μικρο"));
+    }
+
+    #[test]
+    fn russian_inflections_share_a_stem() {
+        assert_eq!(tokens("самовар самовара Самоваром"), ["самовар"; 3]);
+    }
+
+    #[test]
+    fn greek_inflections_share_a_stem() {
+        assert_eq!(tokens("θάλασσα θάλασσας"), ["θαλασσ"; 2]);
+        assert_eq!(tokens("ΜΕΣΟΓΕΙΟΥ λαδιού"), tokens("Μεσόγειος λάδι"));
+    }
+
+    #[test]
+    fn arabic_words_are_stemmed_as_arabic() {
+        assert_eq!(tokens("المكتبة مكتبة"), ["مكتب"; 2]);
+    }
+
+    #[test]
+    fn each_word_of_a_mixed_text_is_stemmed_by_its_own_script() {
+        assert_eq!(
+            tokens("running самовара 数据库"),
+            ["run", "самовар", "数据", "据库"]
+        );
     }
 
     #[test]
