@@ -446,6 +446,11 @@ async def test_semantic_search_with_the_model_loaded_at_start(tmp_path: Path) ->
         assert found.structured_content["mode"] == "hybrid"
         urls = [r["url"] for r in found.structured_content["results"]]
         assert urls and urls[0] == "https://bread.example/sourdough"
+        nothing = await client.call_tool("search_browsing",
+                                         {"query": "running shoes for flat feet"})  # fmt: skip
+        assert not nothing.is_error and nothing.structured_content["results"] == []
+        assert nothing.structured_content["no_match"] is True
+        assert "Nothing in memory matches this" in text(nothing)
         facts = await client.call_tool(
             "memory_search", {"query": "appearance preference for screens", "top_k": 2}
         )

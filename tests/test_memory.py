@@ -313,6 +313,38 @@ def test_search_is_hybrid_when_the_model_loads(semantic: Memory) -> None:
     assert semantic.stats().index["documents_with_vectors"] == 2
 
 
+def test_a_topic_nowhere_in_memory_finds_nothing_rather_than_unrelated_pages(
+    semantic: Memory,
+) -> None:
+    semantic.capture_page("https://example.com/wal", text=LOREM)
+    semantic.capture_page("https://example.com/ids", text="Orders are keyed by qzvxorder42 ids.")
+    semantic.capture_page("https://example.com/tea", text="Green tea is brewed at eighty degrees.")
+    semantic.catch_up()
+    nothing = semantic.search("how long to proof sourdough in a cold fridge overnight")
+    assert nothing.mode == "hybrid" and nothing.no_match
+    assert nothing.results == [] and nothing.next_cursor is None
+    assert semantic.find_forgotten("the hiking trails of Patagonia in March").no_match
+    # Close in meaning, or holding every word of the query: found as before.
+    assert urls_of(semantic.search("keeping a database safe when the machine crashes"))[0] == (
+        "https://example.com/wal"
+    )
+    exact = semantic.search("qzvxorder42")
+    assert not exact.no_match and urls_of(exact)[0] == "https://example.com/ids"
+    assert not semantic.search("qzvxorder42", mode="bm25").no_match
+
+
+def test_the_nothing_matches_rule_can_be_turned_off(
+    data_home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    share_model(monkeypatch)
+    config = make_config(data_home, embeddings=True, search_min_similarity=0)
+    with Memory(config, client="t", clock=clock) as memory:
+        memory.capture_page("https://example.com/wal", text=LOREM)
+        memory.catch_up()
+        page = memory.search("how long to proof sourdough in a cold fridge overnight")
+        assert not page.no_match and urls_of(page) == ["https://example.com/wal"]
+
+
 def test_a_repeated_query_is_embedded_once(
     data_home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

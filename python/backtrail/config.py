@@ -238,6 +238,13 @@ class Config:
         "(read-your-writes); 0 searches whatever is indexed.",
         minimum=0,
     )
+    search_min_similarity: float = _setting(
+        0.35,
+        "search: a hybrid search whose best matches are all less similar in meaning than "
+        "this, and none of which holds every word of the query, answers that nothing "
+        "matches (0 turns this off; calibrated on the human-written sets in bench/quality.py).",
+        minimum=0,
+    )
     search_bm25_weight: float = _setting(
         0.3,
         "search: weight of BM25 in hybrid fusion when the best keyword match holds none of "

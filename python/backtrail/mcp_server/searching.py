@@ -50,6 +50,7 @@ class SearchOutput(BaseModel):
     results: list[Hit]
     next_cursor: str | None = None
     index_behind: int = 0
+    no_match: bool = False
 
 
 def _block(result: SearchResult) -> str:
@@ -69,7 +70,10 @@ def _block(result: SearchResult) -> str:
 
 def render_results(heading: str, page: SearchPage) -> str:
     lines = [heading]
-    if not page.results:
+    if page.no_match:
+        lines.append("Nothing in memory matches this: no page is close in meaning and none "
+                     "holds all of its words. Try other words, or narrow by site or time.")
+    elif not page.results:
         lines.append("No results.")
     for number, r in enumerate(page.results, 1):
         visits = f", {r.visit_count} visits" if r.visit_count is not None else ""
@@ -90,4 +94,4 @@ def search_output(page: SearchPage, *, explain: bool = False) -> SearchOutput:
         for n, r in enumerate(page.results, 1)
     ]  # fmt: skip
     return SearchOutput(mode=page.mode, results=hits, next_cursor=page.next_cursor,
-                        index_behind=page.lag.text)  # fmt: skip
+                        index_behind=page.lag.text, no_match=page.no_match)  # fmt: skip

@@ -576,7 +576,7 @@ class Dispatcher:
                                since=since, until=until, kinds=kinds)  # fmt: skip
             return {
                 "results": [search_item(r) for r in page.results],
-                "next_cursor": page.next_cursor, "mode": page.mode,
+                "next_cursor": page.next_cursor, "mode": page.mode, "no_match": page.no_match,
             }  # fmt: skip
 
         return fit(build, limit)

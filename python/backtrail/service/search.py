@@ -55,6 +55,7 @@ _MIN_EXTRA_PASSAGE = 40
 _POOL_DEPTH = 50  # BM25 and vector candidates ranked for the first results (the core's default)
 _POOL_GROWTH = 4
 _MAX_POOL_DEPTH = 3_200
+_EVIDENCE_HITS = 10  # the first hits whose evidence decides whether anything matches
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,9 @@ class SearchOps(MemoryBase):
             logger.warning("could not embed the query, searching with BM25 only: %s", error)
             mode = "bm25"
             hits = self._core_search(request, mode, None, now)
+        if mode == "hybrid" and self._no_good_match(request, hits):
+            lag = self.index_lag(passages=False)
+            return SearchPage([], None, mode, lag, no_match=True)
         end = request.offset + request.limit
         results = self._results(hits, request.budget, end + 1)
         cursor = None
@@ -220,6 +224,19 @@ class SearchOps(MemoryBase):
         lag = self.index_lag(passages=False)  # a search reports only what is not searchable
         return SearchPage(results[request.offset : end], cursor, mode, lag)
 
+    def _no_good_match(self, request: _Request, hits: Sequence[_core.Hit]) -> bool:
+        """True when the best of the first hits of the ranking are all far in meaning from
+        the query and none holds every word of it. Facts keep their nearest-first answer
+        (mcp-memory-bridge's ``memory_search``)."""
+        floor = self.config.search_min_similarity
+        if floor <= 0 or not hits or "fact" in request.kinds:
+            return False
+        top = hits[:_EVIDENCE_HITS]
+        if max(hit["explanation"]["coverage"] for hit in top) >= 1.0:
+            return False
+        best = max((hit["explanation"]["vector_similarity"] or -1.0) for hit in top)
+        return best < floor
+
     def _core_search(
         self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int
     ) -> list[_core.Hit]:
@@ -229,7 +246,7 @@ class SearchOps(MemoryBase):
         continue the ranking with the pages they add. The core embeds the query with
         ``embedder`` (keeping recent query vectors) while it gathers the BM25 candidates.
         A few spare hits stand in for any forgotten since the index was written."""
-        wanted = request.offset + request.limit + 1 + request.limit // 2 + 2
+        wanted = max(request.offset + request.limit + 1 + request.limit // 2 + 2, _EVIDENCE_HITS)
         hits: list[_core.Hit] = []
         seen: set[int] = set()
         options = self._options(request)

@@ -108,12 +108,15 @@ class SearchResult:
 @dataclass(frozen=True)
 class SearchPage:
     """A page of results; pass ``next_cursor`` (with the same query and filters) for the
-    next page. ``lag`` tells how far the index was behind the ledger."""
+    next page. ``lag`` tells how far the index was behind the ledger. ``no_match``: the
+    memory holds nothing close to the query (no result is close in meaning, and none
+    holds all its words), so no result is returned rather than unrelated ones."""
 
     results: list[SearchResult]
     next_cursor: str | None
     mode: str
     lag: IndexLag
+    no_match: bool = False
 
 
 @dataclass(frozen=True)
