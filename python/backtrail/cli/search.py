@@ -110,7 +110,10 @@ def search(
         emit_json(page)
         return
     console = stdout_console()
-    if not page.results:
+    if page.no_match:
+        console.print(Text(f"Nothing found for {clean(query)!r}: nothing in memory is close "
+                           "to it. Try other words, or fewer filters."))  # fmt: skip
+    elif not page.results:
         console.print(Text(f"No results for {clean(query)!r}."))
     for number, result in enumerate(page.results, 1):
         head = Text(f"{number:>2}. ", style="bold")
