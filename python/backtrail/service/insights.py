@@ -1,9 +1,8 @@
 """Insights over the memory: research sessions, the weekly digest, tab clean-up advice
 and the inputs of topic summaries.
 
-Built only on :class:`~backtrail.service.memory.Memory`'s public API, with no knowledge of any
-front end. Every result is bounded: lists are capped and paginated with an offset, so a
-memory of ten thousand pages gives answers of the same size as one of ten pages.
+Built only on :class:`~backtrail.service.memory.Memory`'s public API. Every result is bounded
+(lists are capped and paged), so ten thousand pages give answers the size of ten pages'.
 
 - A *research session* is a run of visits close in time and related in subject: a new
   session starts after a long pause (``gap``), or after a shorter pause (``soft_gap``)
@@ -17,8 +16,7 @@ memory of ten thousand pages gives answers of the same size as one of ten pages.
 - *Related content* is found from the page's passage vectors (several passages spread
   over the page, so the whole page counts, not one paragraph), leaving out the page
   itself and its near-duplicates; without vectors, from its key words.
-- *Open-tab summaries* take the captured text of the open tabs as sources for the
-  summary chain.
+- *Open-tab summaries* take the captured text of the open tabs as the summaries' sources.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from backtrail.errors import InvalidInput, NotFound
 from backtrail.service.summaries import Source, terms
@@ -390,10 +389,7 @@ def digest_sources(memory: Memory, digest: Digest, *, chars: int = 1_200) -> lis
 
 
 def _domain(url: str | None) -> str | None:
-    if not url:
-        return None
-    host = re.sub(r"^[a-z]+://", "", url).split("/", 1)[0]
-    return host.split("@")[-1].split(":")[0] or None
+    return urlsplit(url).hostname if url else None
 
 
 def _page_source(memory: Memory, page_id: int, chars: int, session: str | None) -> Source:
