@@ -36,7 +36,7 @@ from bench.vector_cache import VectorCache, cache_dir, model_id, text_key
 
 SETS = ("python", "postgresql", "rust", "django", "linux", "jdk", "libstdcxx")
 QUERY_SETS = ("dev-pypg.jsonl", "dev-big.jsonl", "dev-absent.jsonl")
-MODES = ("hybrid", "bm25", "vector")
+MODES = ("hybrid", "bm25", "vector", "vague")  # vague: find_forgotten, search_browsing(vague)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -128,7 +128,10 @@ def run(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         rows = []
         for q in qs:
             t0 = time.perf_counter()
-            page = memory.search(q["query"], limit=10, mode=mode)
+            if mode == "vague":
+                page = memory.find_forgotten(q["query"], limit=10)
+            else:
+                page = memory.search(q["query"], limit=10, mode=mode)
             ms = (time.perf_counter() - t0) * 1e3
             top = page.results[0].explanation if page.results else {}
             rows.append({"id": q["id"], "urls": [r.url for r in page.results], "ms": ms,
