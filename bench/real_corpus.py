@@ -306,22 +306,6 @@ def embedding_text(p: dict[str, Any]) -> str:
     return product_embedding_text({"title": p["title"], "body": p["body"]})  # type: ignore[arg-type]
 
 
-def core_document(p: dict[str, Any], *, seen: int = 1_700_000_000) -> dict[str, Any]:
-    """A passage as a ``backtrail._core`` Document (parent = its page id, one visit)."""
-    return {
-        "id": p["id"],
-        "kind": "passage",
-        "url": p["url"],
-        "domain": p["domain"],
-        "title": p["title"],
-        "body": p["body"],
-        "parent": p["page_id"],
-        "first_seen": seen,
-        "last_seen": seen,
-        "visits": 1,
-    }
-
-
 # --------------------------------------------------------------------------- report
 
 

@@ -705,7 +705,7 @@ def real_engine_worker(spec: dict[str, Any]) -> dict[str, Any]:
             if p["set"] in (spec["sets"] or [p["set"]])
         )
         for p, has in zip(chosen, mask, strict=True):
-            d = real_corpus.core_document(p)
+            d = corpus.core_document(p)
             if has:
                 d["vector"] = np.asarray(vecs[j], dtype=np.float32).tolist()
                 j += 1
