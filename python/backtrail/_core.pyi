@@ -64,7 +64,7 @@ class Explanation(TypedDict):
     bm25_score: float | None
     vector_rank: int | None
     vector_similarity: float | None  # cosine similarity
-    coverage: float  # share of the query's words the best BM25 document holds
+    coverage: float  # share of the query's words (idf-weighted) the best BM25 document holds
     bm25_weight: float  # the BM25 weight this search used
     fusion: float  # fused relevance before time decay and visit boost
     duplicate_of: int | None  # the more relevant near-duplicate whose fusion it shares
@@ -96,8 +96,9 @@ class SearchOptions(TypedDict, total=False):
     bm25_candidates: int  # default 50, at least k, in every mode: one ranking for any k up to it
     vector_candidates: int  # default 50, at least k, in every mode
     fusion: Literal["zscore", "convex", "rrf"]  # default "zscore"
-    # Weight of BM25 in the fusion (vector gets 1 - w), default 0.3; with coverage_weighting
-    # (default True) it rises to 1 as the best BM25 match holds more of the query's words.
+    # Weight of BM25 in the fusion (vector gets 1 - w), default 0.1; with coverage_weighting
+    # (default True) it rises to 1 as the best BM25 match holds more of the query's words
+    # (each word weighted by its inverse document frequency).
     bm25_weight: float
     coverage_weighting: bool
     coverage_depth: int  # top BM25 documents read for the coverage (the best counts), default 2

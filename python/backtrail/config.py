@@ -246,10 +246,11 @@ class Config:
         minimum=0,
     )
     search_bm25_weight: float = _setting(
-        0.3,
+        0.1,
         "search: weight of BM25 in hybrid fusion when the best keyword match holds none of "
-        "the query's words; it rises to 1 as that match holds more of them (the vector "
-        "signal gets the rest; chosen on the known-item evaluation in bench/).",
+        "the query's words; it rises to 1 as that match holds more of them, rare words "
+        "counting most (the vector signal gets the rest; chosen on the human-written sets "
+        "in bench/quality.py).",
         minimum=0,
     )
     search_decay_half_life_days: float = _setting(

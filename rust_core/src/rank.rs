@@ -26,7 +26,8 @@ pub enum Fusion {
 ///
 /// The BM25 weight adapts to the query: `coverage` is the largest share of the query's
 /// words that one of the top BM25 documents holds (`SearchOptions::coverage_depth` of
-/// them). A query whose words all appear there (a remembered phrase,
+/// them), each word weighted by its inverse document frequency so that common words count
+/// for little (`ParsedQuery::word_weights`). A query whose words all appear there (a remembered phrase,
 /// a sentence from the page) is a lexical match to trust; one whose words mostly do not
 /// (a paraphrase, a vague description) leans on meaning. With `coverage_weighting` the
 /// weight is `bm25_weight + (1 - bm25_weight) * coverage`.
@@ -63,7 +64,7 @@ impl Default for RankOptions {
     fn default() -> Self {
         RankOptions {
             fusion: Fusion::Zscore,
-            bm25_weight: 0.3,
+            bm25_weight: 0.1,
             coverage_weighting: true,
             rrf_k: 60.0,
             vector_z_clip: 0.0,

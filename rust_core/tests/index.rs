@@ -465,6 +465,32 @@ fn hybrid_search_explains_both_signals_and_groups_passages_by_page() {
 }
 
 #[test]
+fn common_words_a_page_holds_count_little_for_the_query_coverage() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut ops = Vec::new();
+    for id in 1..=20u64 {
+        let mut d = page(id, "t", &format!("how to set the option number {id}"));
+        d.vector = Some(axis_vector(id as usize % 8, 0.02));
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    let q = axis_vector(3, 0.0);
+    let coverage = |query| {
+        let mut req = vector_request(&q, 3);
+        req.query = query;
+        req.mode = Mode::Hybrid;
+        index.search(&req).unwrap()[0].explanation.coverage
+    };
+    // Every page holds every word: the query is covered whole.
+    assert!((coverage("how to set the option") - 1.0).abs() < 1e-6);
+    // Five of six words are held, but the one word no page holds outweighs them all.
+    let loose = coverage("how to set the option zeppelin");
+    assert!(loose < 0.1, "coverage {loose}");
+}
+
+#[test]
 fn recency_and_visits_reorder_equally_relevant_documents() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path());

@@ -17,15 +17,18 @@ use crate::vectors::{self, cosine, Found};
 use crate::DIM;
 
 impl Index {
-    /// Share of `words` that occur in the title or body of the document at `addr`.
+    /// Share of `words` that occur in the title or body of the document at `addr`, each
+    /// word counting its weight in `weights` (same order as `words`).
     pub(super) fn coverage(
         &self,
         snap: &Snapshot,
         addr: DocAddress,
         words: &[String],
+        weights: &[f32],
         analyzer: &mut tantivy::tokenizer::TextAnalyzer,
     ) -> Result<f32> {
-        if words.is_empty() {
+        let total: f32 = weights.iter().sum();
+        if words.is_empty() || total <= 0.0 {
             return Ok(0.0);
         }
         let doc = self.stored(snap, addr)?.doc;
@@ -36,8 +39,13 @@ impl Index {
                 found.insert(t.text.clone());
             }
         }
-        let hits = words.iter().filter(|w| found.contains(w.as_str())).count();
-        Ok(hits as f32 / words.len() as f32)
+        let held: f32 = words
+            .iter()
+            .zip(weights)
+            .filter(|(w, _)| found.contains(w.as_str()))
+            .map(|(_, weight)| weight)
+            .sum();
+        Ok(held / total)
     }
 
     /// The best `n` documents for `full`, the BM25 query of `parsed` (words plus the

@@ -240,8 +240,9 @@ impl Index {
             let top = self.text_top(&snap, &parsed, &**q, filter.as_ref(), n, opts)?;
             let mut coverage = 0.0;
             if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
+                let weights = parsed.word_weights(&snap.searcher, &self.fields);
                 for (_, addr) in top.iter().take(opts.coverage_depth) {
-                    let c = self.coverage(&snap, *addr, &parsed.words, analyzer)?;
+                    let c = self.coverage(&snap, *addr, &parsed.words, &weights, analyzer)?;
                     coverage = f32::max(coverage, c);
                     if coverage >= 1.0 {
                         break;

@@ -152,6 +152,22 @@ impl ParsedQuery {
         }
     }
 
+    /// Each word's weight in the query's coverage, in the order of `words`: BM25's
+    /// inverse document frequency of the word in bodies, so the common words a wrong page
+    /// happens to hold count for little (a long paraphrase shares many of them with
+    /// pages it does not describe).
+    pub fn word_weights(&self, searcher: &Searcher, f: &Fields) -> Vec<f32> {
+        let docs = searcher.num_docs() as f32;
+        self.words
+            .iter()
+            .map(|w| {
+                let term = Term::from_field_text(f.body, w);
+                let df = searcher.doc_freq(&term).unwrap_or(0) as f32;
+                (1.0 + (docs - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect()
+    }
+
     /// True when there is nothing to search for.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty() && self.phrases.is_empty()
