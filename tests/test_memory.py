@@ -378,10 +378,10 @@ def test_a_query_the_model_fails_to_embed_is_searched_with_bm25(
     share_model(monkeypatch)
     real = Memory._core_search
 
-    def failing(self: Memory, request: Any, mode: str, embedder: Any, now: int) -> Any:
+    def failing(self: Memory, request: Any, mode: str, embedder: Any, *rest: Any) -> Any:
         if embedder is not None:
             raise _core.ModelError("onnxruntime failed")
-        return real(self, request, mode, embedder, now)
+        return real(self, request, mode, embedder, *rest)
 
     monkeypatch.setattr(Memory, "_core_search", failing)
     with Memory(make_config(data_home, embeddings=True), client="t", clock=clock) as memory:
@@ -471,6 +471,34 @@ def test_the_ranking_does_not_depend_on_the_page_size(semantic: Memory) -> None:
     assert orders[0] == orders[1] == orders[2]
     first = semantic.search("seabirds nesting on cliffs", limit=50)
     assert urls_of(first) == orders[0][:50]
+
+
+def test_a_page_stays_full_while_the_index_still_holds_pages_forgotten_elsewhere(
+    memory: Memory, data_home: Path
+) -> None:
+    for n in range(30):
+        text = f"Lighthouse keeper log {n}: lamp trimmed, weather noted."
+        memory.capture_page(f"https://gaps.example/{n}", text=text)
+    memory.catch_up()
+    before: list[str | None] = []
+    cursor = None
+    while True:
+        page = memory.search("lighthouse keeper", limit=10, cursor=cursor)
+        before += urls_of(page)
+        if (cursor := page.next_cursor) is None:
+            break
+    assert len(before) == 30
+    # Another process forgets pages from the ledger; this one's index still holds them.
+    gone = set(before[3:11]) | {before[15]}
+    with Ledger.open(data_home, client="other") as ledger:
+        for url in gone:
+            ledger.forget(url=url)
+    first = memory.search("lighthouse keeper", limit=10)
+    assert urls_of(first) == [u for u in before if u not in gone][:10]
+    assert first.next_cursor is not None
+    rest = memory.search("lighthouse keeper", limit=25, cursor=first.next_cursor)
+    assert urls_of(first) + urls_of(rest) == [u for u in before if u not in gone]
+    assert rest.next_cursor is None
 
 
 def test_a_cursor_from_another_search_or_garbage_is_refused(memory: Memory) -> None:

@@ -56,6 +56,7 @@ _POOL_DEPTH = 50  # BM25 and vector candidates ranked for the first results (the
 _POOL_GROWTH = 4
 _MAX_POOL_DEPTH = 3_200
 _EVIDENCE_HITS = 10  # the first hits whose evidence decides whether anything matches
+_REFILLS = 3  # times a page short of hits whose entity was forgotten asks for more
 
 
 @dataclass(frozen=True)
@@ -203,19 +204,31 @@ class SearchOps(MemoryBase):
         self._make_own_writes_searchable()
         mode, embedder = self._query_model(request)
         now = request.now if request.now is not None else self._now()
+        end = request.offset + request.limit
+        # One hit past the page tells whether there is a next one.
+        wanted = max(end + 1, _EVIDENCE_HITS)
         try:
-            hits = self._core_search(request, mode, embedder, now)
+            hits = self._core_search(request, mode, embedder, now, wanted)
         except _core.ModelError as error:
             if request.mode == "vector":
                 raise SearchUnavailable("vector", str(error)) from error
             logger.warning("could not embed the query, searching with BM25 only: %s", error)
             mode = "bm25"
-            hits = self._core_search(request, mode, None, now)
+            embedder = None
+            hits = self._core_search(request, mode, embedder, now, wanted)
         if mode == "hybrid" and self._no_good_match(request, hits):
             lag = self.index_lag(passages=False)
             return SearchPage([], None, mode, lag, no_match=True)
-        end = request.offset + request.limit
         results = self._results(hits, request.budget, end + 1)
+        for _ in range(_REFILLS):
+            # Hits whose entity was forgotten after the index was written leave gaps: ask
+            # the same ranking for as many more hits as went missing, twice over.
+            missing = end + 1 - len(results)
+            if missing <= 0 or len(hits) < wanted:
+                break
+            wanted += 2 * missing
+            hits = self._core_search(request, mode, embedder, now, wanted)
+            results = self._results(hits, request.budget, end + 1)
         cursor = None
         if len(results) > end and end <= self.config.max_search_offset:
             cursor = _encode_cursor(
@@ -238,15 +251,14 @@ class SearchOps(MemoryBase):
         return best < floor
 
     def _core_search(
-        self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int
-    ) -> list[_core.Hit]:
-        """The core's hits for ``request``, the top of one ranking whatever page is asked
-        for: the core ranks candidate pools of a fixed depth, and when a page reaches
+        self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int,
+        wanted: int,
+    ) -> list[_core.Hit]:  # fmt: skip
+        """The first ``wanted`` hits of ``request``'s ranking, one ranking whatever page is
+        asked for: the core ranks candidate pools of a fixed depth, and when a page reaches
         past what that pool holds, deeper pools (each :data:`_POOL_GROWTH` times the last)
         continue the ranking with the pages they add. The core embeds the query with
-        ``embedder`` (keeping recent query vectors) while it gathers the BM25 candidates.
-        A few spare hits stand in for any forgotten since the index was written."""
-        wanted = max(request.offset + request.limit + 1 + request.limit // 2 + 2, _EVIDENCE_HITS)
+        ``embedder`` (keeping recent query vectors) while it gathers the BM25 candidates."""
         hits: list[_core.Hit] = []
         seen: set[int] = set()
         options = self._options(request)
@@ -327,8 +339,7 @@ class SearchOps(MemoryBase):
         self, hits: Sequence[Mapping[str, Any]], budget: int, wanted: int
     ) -> list[SearchResult]:
         """The first ``wanted`` hits whose entity still exists in the ledger, as labelled
-        results. Entities are read for as many hits as are still needed at a time, so
-        the spare hits the core returns cost nothing unless some were forgotten."""
+        results. Entities are read for as many hits as are still needed at a time."""
         refs = []
         for hit in hits:
             try:
