@@ -264,9 +264,10 @@ class Config:
         0.05, "search: visit boost slope, boost = 1 + w * ln(1 + visits).", minimum=0
     )
     forgotten_bm25_weight: float = _setting(
-        0.3,
+        0.1,
         "find_forgotten: BM25 weight in fusion when the query's words are missing from "
-        "the best keyword matches (vague descriptions rarely share words with the page).",
+        "the best keyword matches (vague descriptions rarely share words with the page); "
+        "as for search, chosen on the human-written sets in bench/quality.py.",
         minimum=0,
     )
     forgotten_decay_half_life_days: float = _setting(
