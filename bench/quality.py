@@ -11,6 +11,7 @@ share answered with no result at all.
 
     python -m bench.quality --sets python,postgresql   # the Python + PostgreSQL pages
     python -m bench.quality                            # the seven packages
+    python -m bench.quality --sets python,postgresql --temporal   # recency and visits
 
 The store is kept under ``<data>/quality-<sets>/`` and reused (``--rebuild`` starts
 over). Results: a table on stdout and ``bench/results/quality-<time>.json``.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -157,15 +159,95 @@ def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict
             for g, v in sorted(groups.items())}  # fmt: skip
 
 
+# --------------------------------------------------------------------------- temporal
+
+NOW = 1_700_000_000
+DAY = 86_400
+
+
+def _perturbed(text: str, rng: random.Random) -> str:
+    """``text`` with 5% of its words dropped: a near-copy (a mirror, another version)."""
+    words = text.split(" ")
+    return " ".join(w for w in words if rng.random() >= 0.05)
+
+
+def temporal(data_dir: Path, sets: Sequence[str], eval_dir: Path) -> dict[str, Any]:
+    """Among near-copies of a page, does the copy read recently and often rank first?
+
+    A store of ``sets``, every page read once a year ago. For each dev query with a target
+    there, three near-copies of the target (5% of the words dropped) are captured at other
+    addresses: one, chosen at random, read 6 times in the last 20 days, the others once,
+    60-200 days ago. The query goes through ``Memory.search`` and ``Memory.find_forgotten``;
+    a success is the favourite first among the target and its copies in the top 10.
+    """
+    from backtrail.config import Config
+    from backtrail.service import Memory
+
+    rng = random.Random(11)
+    home = data_dir / ("temporal-" + "+".join(sets))
+    if home.exists():
+        import shutil
+
+        shutil.rmtree(home)
+    home.mkdir(parents=True)
+    memory = Memory(Config(data_dir=home, embeddings=True, background_indexing=False),
+                    client="bench", clock=lambda: float(NOW))  # fmt: skip
+    pages = {p["url"]: p for p in corpus_pages(data_dir, sets)}
+    qs = [q for q in common.read_jsonl(eval_dir / "dev-pypg.jsonl")
+          if q["kind"] != "absent" and q["targets"][0] in pages]  # fmt: skip
+    with memory.batch():
+        for page in pages.values():
+            memory.capture_page(page["url"], text=page["text"], title=page["title"],
+                                captured_at=NOW - 365 * DAY)  # fmt: skip
+    groups: list[tuple[dict[str, Any], list[str], str]] = []
+    for n, q in enumerate(qs):
+        target = pages[q["targets"][0]]
+        copies = [f"https://mirror{c}.example/{n}/{target['url'].rsplit('/', 1)[-1]}"
+                  for c in range(3)]  # fmt: skip
+        favourite = rng.choice(copies)
+        for url in copies:
+            visits = ([NOW - rng.randint(1, 20) * DAY for _ in range(6)] if url == favourite
+                      else [NOW - rng.randint(60, 200) * DAY])  # fmt: skip
+            memory.capture_page(url, text=_perturbed(target["text"], rng),
+                                title=target["title"], captured_at=min(visits))  # fmt: skip
+            for at in sorted(visits):
+                memory.record_visit(url, visited_at=at)
+        groups.append((q, [target["url"], *copies], favourite))
+    model = model_id()
+    real = memory._embedder()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
+    if real is None:
+        raise SystemExit("the embedding model is not available: the bench needs it")
+    cached = CachedEmbedder(real, VectorCache(cache_dir(data_dir, model)), model)
+    memory._indexer._embedder = lambda: cached  # noqa: SLF001
+    memory.catch_up(progress=lambda done, total, phase: None)
+    out: dict[str, Any] = {"groups": len(groups), "embedded_now": cached.missed}
+    with memory:
+        for name, ask in (("search", memory.search), ("find_forgotten", memory.find_forgotten)):
+            wins = 0
+            for q, family, favourite in groups:
+                urls = [r.url for r in ask(q["query"], limit=10).results]
+                first = next((u for u in urls if u in family), None)
+                wins += first == favourite
+            out[name] = wins / len(groups)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default=",".join(SETS), help="corpus sets, comma-separated")
     ap.add_argument("--eval-dir", type=Path, default=EVAL_DIR)
     ap.add_argument("--rebuild", action="store_true", help="build the store anew")
+    ap.add_argument(
+        "--temporal", action="store_true", help="only the check of recency and visits"
+    )
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     if unknown := set(sets) - set(SETS):
         ap.error(f"unknown sets: {', '.join(sorted(unknown))}")
+    if args.temporal:
+        found = temporal(DATA_DIR, sets, args.eval_dir)
+        sys.stdout.write(json.dumps(found) + "\n")
+        return
     memory = open_store(DATA_DIR, sets, args.rebuild)
     qs = queries(args.eval_dir, {page["url"] for page in corpus_pages(DATA_DIR, sets)})
     with memory:
