@@ -111,7 +111,7 @@ def embed_corpus(
     *,
     sessions: int = 2,
     threads: int = 1,
-    batch_size: int = 8,
+    batch_size: int = 1,
     shard: int = SHARD,
     limit: int | None = None,
 ) -> dict[str, Any]:
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=1)
     ap.add_argument("--shard", type=int, default=SHARD, help="texts per cache shard")
     ap.add_argument("--limit", type=int, help="embed at most this many texts, then stop")
     args = ap.parse_args(argv)
