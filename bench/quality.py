@@ -73,22 +73,46 @@ def corpus_pages(data_dir: Path, sets: Sequence[str]) -> Iterator[dict[str, Any]
                 yield page
 
 
-def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
-    """The service over a store holding every page of ``sets``, indexed with vectors."""
+NOW = 1_700_000_000
+"""The stores' own clock (unix seconds)."""
+DAY = 86_400
+
+
+def _store(home: Path, rebuild: bool) -> Any:
+    """The service over the bench store in ``home`` (begun anew with ``rebuild``), on the
+    bench's clock."""
     from backtrail.config import Config
     from backtrail.service import Memory
 
-    home = data_dir / ("quality-" + "+".join(sets))
-    ready = home / "ready"
     if rebuild and home.exists():
         import shutil
 
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    # The store's own clock: every page was read a year ago, once, so time decay and
-    # visits weigh alike for all and relevance decides.
-    memory = Memory(Config(data_dir=home, embeddings=True, background_indexing=False),
-                    client="bench", clock=lambda: 1_700_000_000.0)  # fmt: skip
+    return Memory(Config(data_dir=home, embeddings=True, background_indexing=False),
+                  client="bench", clock=lambda: float(NOW))  # fmt: skip
+
+
+def _index_with_cached_vectors(memory: Any, data_dir: Path) -> int:
+    """Indexes everything captured, the passage vectors read from the vector cache; returns
+    how many texts the cache lacked (those the real model embedded)."""
+    model = model_id()
+    real = memory._embedder()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
+    if real is None:
+        raise SystemExit("the embedding model is not available: the bench needs it")
+    cached = CachedEmbedder(real, VectorCache(cache_dir(data_dir, model)), model)
+    memory._indexer._embedder = lambda: cached  # noqa: SLF001
+    memory.catch_up(progress=lambda done, total, phase: None)
+    return cached.missed
+
+
+def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
+    """The service over a store holding every page of ``sets``, indexed with vectors."""
+    home = data_dir / ("quality-" + "+".join(sets))
+    ready = home / "ready"
+    # Every page is captured at the store's clock, once, so time decay and visits weigh
+    # alike for all and relevance decides.
+    memory = _store(home, rebuild)
     if ready.exists():
         return memory
     pages = list(corpus_pages(data_dir, sets))
@@ -99,17 +123,11 @@ def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
                                 language=page.get("language"))  # fmt: skip
             progress.add(1)
     progress.add(0, force=True)
-    model = model_id()
-    real = memory._embedder()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
-    if real is None:
-        raise SystemExit("the embedding model is not available: the bench needs it")
-    cached = CachedEmbedder(real, VectorCache(cache_dir(data_dir, model)), model)
-    memory._indexer._embedder = lambda: cached  # noqa: SLF001
     t0 = time.perf_counter()
-    memory.catch_up(progress=lambda done, total, phase: None)
+    missed = _index_with_cached_vectors(memory, data_dir)
     say(f"indexed {len(pages):,} pages in {time.perf_counter() - t0:.0f} s "
-        f"({cached.missed:,} passages not in the vector cache, embedded now)")  # fmt: skip
-    ready.write_text(json.dumps({"pages": len(pages), "embedded_now": cached.missed}))
+        f"({missed:,} passages not in the vector cache, embedded now)")  # fmt: skip
+    ready.write_text(json.dumps({"pages": len(pages), "embedded_now": missed}))
     return memory
 
 
@@ -161,9 +179,6 @@ def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict
 
 # --------------------------------------------------------------------------- temporal
 
-NOW = 1_700_000_000
-DAY = 86_400
-
 
 def _perturbed(text: str, rng: random.Random) -> str:
     """``text`` with 5% of its words dropped: a near-copy (a mirror, another version)."""
@@ -180,18 +195,8 @@ def temporal(data_dir: Path, sets: Sequence[str], eval_dir: Path) -> dict[str, A
     60-200 days ago. The query goes through ``Memory.search`` and ``Memory.find_forgotten``;
     a success is the favourite first among the target and its copies in the top 10.
     """
-    from backtrail.config import Config
-    from backtrail.service import Memory
-
     rng = random.Random(11)
-    home = data_dir / ("temporal-" + "+".join(sets))
-    if home.exists():
-        import shutil
-
-        shutil.rmtree(home)
-    home.mkdir(parents=True)
-    memory = Memory(Config(data_dir=home, embeddings=True, background_indexing=False),
-                    client="bench", clock=lambda: float(NOW))  # fmt: skip
+    memory = _store(data_dir / ("temporal-" + "+".join(sets)), rebuild=True)
     pages = {p["url"]: p for p in corpus_pages(data_dir, sets)}
     qs = [q for q in common.read_jsonl(eval_dir / "dev-pypg.jsonl")
           if q["kind"] != "absent" and q["targets"][0] in pages]  # fmt: skip
@@ -213,14 +218,8 @@ def temporal(data_dir: Path, sets: Sequence[str], eval_dir: Path) -> dict[str, A
             for at in sorted(visits):
                 memory.record_visit(url, visited_at=at)
         groups.append((q, [target["url"], *copies], favourite))
-    model = model_id()
-    real = memory._embedder()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
-    if real is None:
-        raise SystemExit("the embedding model is not available: the bench needs it")
-    cached = CachedEmbedder(real, VectorCache(cache_dir(data_dir, model)), model)
-    memory._indexer._embedder = lambda: cached  # noqa: SLF001
-    memory.catch_up(progress=lambda done, total, phase: None)
-    out: dict[str, Any] = {"groups": len(groups), "embedded_now": cached.missed}
+    missed = _index_with_cached_vectors(memory, data_dir)
+    out: dict[str, Any] = {"groups": len(groups), "embedded_now": missed}
     with memory:
         for name, ask in (("search", memory.search), ("find_forgotten", memory.find_forgotten)):
             wins = 0
