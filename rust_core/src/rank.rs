@@ -27,10 +27,10 @@ pub enum Fusion {
 /// The BM25 weight adapts to the query: `coverage` is the largest share of the query's
 /// words that one of the top BM25 documents holds (`SearchOptions::coverage_depth` of
 /// them), each word weighted by its inverse document frequency so that common words count
-/// for little (`ParsedQuery::word_weights`). A query whose words all appear there (a remembered phrase,
-/// a sentence from the page) is a lexical match to trust; one whose words mostly do not
-/// (a paraphrase, a vague description) leans on meaning. With `coverage_weighting` the
-/// weight is `bm25_weight + (1 - bm25_weight) * coverage`.
+/// for little (`ParsedQuery::word_weights`). A query whose words all appear there (a
+/// remembered phrase, a sentence from the page) is a lexical match to trust; one whose
+/// words mostly do not (a paraphrase, a vague description) leans on meaning. With
+/// `coverage_weighting` the weight is `bm25_weight + (1 - bm25_weight) * coverage`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankOptions {
     /// Fusion method.

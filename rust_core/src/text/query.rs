@@ -153,9 +153,9 @@ impl ParsedQuery {
     }
 
     /// Each word's weight in the query's coverage, in the order of `words`: BM25's
-    /// inverse document frequency of the word in bodies, so the common words a wrong page
-    /// happens to hold count for little (a long paraphrase shares many of them with
-    /// pages it does not describe).
+    /// inverse document frequency of the word in bodies (tantivy's own formula, which it
+    /// keeps private), so the common words a wrong page happens to hold count for little
+    /// (a long paraphrase shares many of them with pages it does not describe).
     pub fn word_weights(&self, searcher: &Searcher, f: &Fields) -> Vec<f32> {
         let docs = searcher.num_docs() as f32;
         self.words
