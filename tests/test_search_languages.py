@@ -1,6 +1,8 @@
-"""Search in languages other than English: words are stemmed by their script on both
-sides, so a page is found by other inflections of the words it holds, and an index
-analysed the old way is rebuilt from the ledger rather than searched with stale terms."""
+"""Search in languages other than English: words are stemmed by their script, and
+Latin-script ones by the page's language (the query's words in every language the memory
+holds), so a page is found by other inflections of the words it holds; CJK text by any
+word inside a run. An index analysed the old way is rebuilt from the ledger rather than
+searched with stale terms."""
 
 from __future__ import annotations
 
@@ -39,6 +41,27 @@ PAGES = {
         "افتتحت المكتبة العامة في وسط المدينة، وفيها آلاف الكتب القديمة والحديثة. "
         "يأتي الطلاب كل صباح للقراءة والدراسة في قاعاتها الهادئة.",
     ),
+    "https://de.example/buecher": (
+        "de",
+        "Alte Bücher",
+        "In der Bibliothek der Stadt stehen alte Bücher, und hinter den Häusern liegt ein "
+        "kleiner Garten.",
+    ),
+    "https://fr.example/cheval": (
+        "fr",
+        "Le cheval du village",
+        "Les enfants mangeaient du pain près du cheval, puis ils rentraient à la maison.",
+    ),
+    "https://es.example/canciones": (
+        "es-MX",
+        "Canciones de la plaza",
+        "Por la tarde los niños cantaban canciones antiguas en la plaza del pueblo.",
+    ),
+    "https://zh.example/shujuku": (
+        "zh",
+        "数据库",
+        "关系型数据库使用结构化查询语言来管理数据。",
+    ),
     "https://en.example/tea": (
         "en",
         "Brewing tea",
@@ -76,6 +99,12 @@ def found(memory: Memory, query: str) -> list[str | None]:
         ("θάλασσας", "https://el.example/elia"),  # genitive; the page has θάλασσα
         ("λαδιού", "https://el.example/elia"),  # genitive; the page has λάδι
         ("مكتبة", "https://ar.example/maktaba"),  # without the article; the page has المكتبة
+        ("Büchern", "https://de.example/buecher"),  # dative plural; the page has Bücher
+        ("Haus", "https://de.example/buecher"),  # singular; the page has Häusern
+        ("chevaux", "https://fr.example/cheval"),  # plural; the page has cheval
+        ("manger", "https://fr.example/cheval"),  # infinitive; the page has mangeaient
+        ("cantar", "https://es.example/canciones"),  # infinitive; the page has cantaban
+        ("查询", "https://zh.example/shujuku"),  # a word inside a run of Han characters
         ("brewed", "https://en.example/tea"),  # English pages are stemmed as before
     ],
 )
@@ -91,6 +120,15 @@ def test_a_word_no_page_holds_in_any_form_finds_nothing(memory: Memory) -> None:
     assert found(memory, "балалайки") == []
     assert found(memory, "πορτοκαλιού") == []
     assert found(memory, "سيارة") == []
+    assert found(memory, "Pferden") == []
+
+
+def test_an_inflected_word_finds_its_page_in_the_default_mode_with_the_word_marked(
+    memory: Memory,
+) -> None:
+    results = memory.search("Büchern").results
+    assert results[0].url == "https://de.example/buecher"
+    assert "**Bücher**" in results[0].snippet
 
 
 def test_a_page_from_an_older_index_format_is_rebuilt_and_found_by_inflection(

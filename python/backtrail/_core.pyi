@@ -55,6 +55,9 @@ class Document(TypedDict, total=False):
     first_seen: int  # unix seconds
     last_seen: int  # unix seconds
     visits: int
+    # BCP 47 tag ("de", "pt-br"), empty if unknown: Latin-script words of the title and
+    # body are stemmed in this language (English when it has no stemmer).
+    language: str
     # 384 floats. Omitted: keep the stored vector when title and body are
     # unchanged, else the document has no vector until one is upserted.
     vector: Sequence[float]
@@ -87,6 +90,7 @@ class Hit(TypedDict):
     first_seen: int
     last_seen: int
     visits: int
+    language: str
     score: float
     snippet: str  # matched terms wrapped in the markers given to search()
     explanation: Explanation

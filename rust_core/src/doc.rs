@@ -95,6 +95,9 @@ pub struct Document {
     pub last_seen: i64,
     /// Number of visits.
     pub visits: u64,
+    /// BCP 47 tag of the text's language (`de`, `pt-br`), empty when unknown: it picks
+    /// the stemmer of Latin-script words.
+    pub language: String,
     /// Unit-length embedding, or `None` (keep the stored one if the text is unchanged).
     pub vector: Option<Vec<f32>>,
 }
@@ -113,6 +116,7 @@ impl Document {
             first_seen: 0,
             last_seen: 0,
             visits: 0,
+            language: String::new(),
             vector: None,
         }
     }
@@ -126,6 +130,18 @@ impl Document {
         }
         check_id(self.parent)?;
         self.domain = self.domain.trim().trim_end_matches('.').to_lowercase();
+        self.language = self.language.trim().to_ascii_lowercase();
+        if self.language.len() > 35
+            || !self
+                .language
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(CoreError::invalid(format!(
+                "language {:?} is not a language tag",
+                self.language
+            )));
+        }
         if self.last_seen < self.first_seen {
             self.last_seen = self.first_seen;
         }

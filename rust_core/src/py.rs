@@ -377,7 +377,7 @@ where
     }
 }
 
-const DOC_FIELDS: [&str; 11] = [
+const DOC_FIELDS: [&str; 12] = [
     "id",
     "kind",
     "url",
@@ -388,6 +388,7 @@ const DOC_FIELDS: [&str; 11] = [
     "first_seen",
     "last_seen",
     "visits",
+    "language",
     "vector",
 ];
 
@@ -411,6 +412,7 @@ fn document_from(d: &Bound<'_, PyDict>) -> PyResult<Document> {
     doc.first_seen = field(d, "first_seen")?.unwrap_or(0);
     doc.last_seen = field(d, "last_seen")?.unwrap_or(doc.first_seen);
     doc.visits = field(d, "visits")?.unwrap_or(0);
+    doc.language = field(d, "language")?.unwrap_or_default();
     doc.vector = field(d, "vector")?;
     Ok(doc)
 }
@@ -427,6 +429,7 @@ fn document_to<'py>(py: Python<'py>, doc: &Document) -> PyResult<Bound<'py, PyDi
     d.set_item("first_seen", doc.first_seen)?;
     d.set_item("last_seen", doc.last_seen)?;
     d.set_item("visits", doc.visits)?;
+    d.set_item("language", &doc.language)?;
     if let Some(v) = &doc.vector {
         d.set_item("vector", v)?;
     }

@@ -92,6 +92,71 @@ fn chinese_russian_and_greek_pages_are_found_by_a_word_from_them() {
 }
 
 #[test]
+fn latin_script_pages_are_stemmed_in_their_own_language_and_found_by_other_inflections() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let pages = [
+        (
+            1,
+            "de",
+            "Alte Bücher",
+            "In der Bibliothek stehen alte Bücher und Häuser aus Holz.",
+        ),
+        (
+            2,
+            "fr",
+            "Le cheval",
+            "Les enfants mangeaient du pain près du cheval.",
+        ),
+        (
+            3,
+            "es-MX",
+            "Canciones",
+            "Los niños cantaban canciones en la plaza.",
+        ),
+        (4, "en", "Running", "Runners were running along the river."),
+    ];
+    let mut ops = Vec::new();
+    for (id, language, title, body) in pages {
+        let mut d = page(id, title, body);
+        d.language = language.into();
+        ops.push(Op::Upsert(d));
+    }
+    index.stage(ops).unwrap();
+    index.commit(None).unwrap();
+    // Stemmed as English, none of these queries shares a term with its page.
+    assert_eq!(search(&index, "Büchern"), [1]);
+    assert_eq!(search(&index, "Häusern"), [1]);
+    assert_eq!(search(&index, "chevaux"), [2]);
+    assert_eq!(search(&index, "manger"), [2]);
+    assert_eq!(search(&index, "cantar"), [3]);
+    assert_eq!(search(&index, "runs"), [4]);
+    assert_eq!(search(&index, "\"alte Büchern\""), [1]);
+    assert_eq!(search(&index, "Pferd"), Vec::<u64>::new());
+    let hits = index.search(&SearchRequest::bm25("chevaux", 10)).unwrap();
+    assert_eq!(hits[0].doc.language, "fr");
+    assert!(
+        hits[0].snippet.contains("**cheval**"),
+        "{}",
+        hits[0].snippet
+    );
+    let reopened = open(dir.path());
+    assert_eq!(search(&reopened, "Büchern"), [1]);
+}
+
+#[test]
+fn a_language_tag_that_is_not_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    let mut d = page(1, "t", "b");
+    d.language = "de<script>".into();
+    assert!(matches!(
+        index.stage([Op::Upsert(d)]),
+        Err(CoreError::InvalidArgument(_))
+    ));
+}
+
+#[test]
 fn upsert_replaces_and_deletes_remove_documents() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path());

@@ -117,7 +117,7 @@ def page_documents(
     common = {
         "url": page.url, "domain": page.domain, "title": page.title or "", "parent": base,
         "first_seen": page.first_seen, "last_seen": page.last_seen,
-        "visits": page.visit_count,
+        "visits": page.visit_count, "language": page.language or "",
     }  # fmt: skip
     chunks = chunk_text(page.text or "", passage_chars, overlap, min(max_passages, MAX_PASSAGES))
     if not chunks:

@@ -2,9 +2,11 @@
 //! top-k collector, with block-max WAND) and the nearest vectors of every segment's graph,
 //! each checked against the document's current vector stamp.
 
+use rust_stemmers::Algorithm;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tantivy::collector::TopDocs;
 use tantivy::query::{EnableScoring, Query, Scorer};
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, DocSet, Score, Searcher};
 
 use super::cache::SegmentCache;
@@ -13,25 +15,35 @@ use super::search::SearchOptions;
 use super::{Index, Snapshot};
 use crate::error::Result;
 use crate::text::query::{filtered, ParsedQuery};
+use crate::text::tokenizer;
 use crate::vectors::{self, cosine, Found};
 use crate::DIM;
 
 impl Index {
-    /// Share of `words` that occur in the title or body of the document at `addr`, each
-    /// word counting its weight in `weights` (same order as `words`).
+    /// Share of the query's words that occur (in any of their forms) in the title or body
+    /// of the document at `addr`, analysed in the document's language, each word counting
+    /// its weight in `weights` (same order as the words).
     pub(super) fn coverage(
         &self,
         snap: &Snapshot,
         addr: DocAddress,
-        words: &[String],
+        parsed: &ParsedQuery,
         weights: &[f32],
-        analyzer: &mut tantivy::tokenizer::TextAnalyzer,
+        analyzer: &mut TextAnalyzer,
     ) -> Result<f32> {
         let total: f32 = weights.iter().sum();
-        if words.is_empty() || total <= 0.0 {
+        if parsed.words.is_empty() || total <= 0.0 {
             return Ok(0.0);
         }
         let doc = self.stored(snap, addr)?.doc;
+        let latin = tokenizer::latin_stemmer(&doc.language);
+        let mut own;
+        let analyzer = if latin == Algorithm::English {
+            analyzer
+        } else {
+            own = tokenizer::analyzer_for(latin);
+            &mut own
+        };
         let mut found = FxHashSet::default();
         for text in [&doc.title, &doc.body] {
             let mut stream = analyzer.token_stream(text);
@@ -39,10 +51,9 @@ impl Index {
                 found.insert(t.text.clone());
             }
         }
-        let held: f32 = words
-            .iter()
+        let held: f32 = (0..parsed.words.len())
             .zip(weights)
-            .filter(|(w, _)| found.contains(w.as_str()))
+            .filter(|&(i, _)| parsed.forms(i).any(|w| found.contains(w.as_str())))
             .map(|(_, weight)| weight)
             .sum();
         Ok(held / total)

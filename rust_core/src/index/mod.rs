@@ -18,6 +18,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use rust_stemmers::Algorithm;
 use tantivy::directory::MmapDirectory;
 use tantivy::index::SegmentId;
 use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, TantivyDocument};
@@ -69,6 +70,29 @@ pub(crate) struct Snapshot {
     pub(crate) searcher: Searcher,
     pub(crate) manifest: Manifest,
     pub(crate) segments: Vec<Arc<Segment>>,
+    /// The Latin-script stemmers other than English that the documents' languages use.
+    pub(crate) languages: Vec<Algorithm>,
+}
+
+/// The Latin-script stemmers other than English that the languages in `searcher`'s
+/// documents use, read from the term dictionary of their `lang` field.
+fn latin_languages(dir: &Path, searcher: &Searcher, f: &Fields) -> Result<Vec<Algorithm>> {
+    let mut out = Vec::new();
+    for reader in searcher.segment_readers() {
+        let inverted = reader.inverted_index(f.lang)?;
+        let mut terms = inverted
+            .terms()
+            .stream()
+            .map_err(|e| CoreError::io(dir, e))?;
+        while terms.advance() {
+            let language = String::from_utf8_lossy(terms.key());
+            let latin = tokenizer::latin_stemmer(&language);
+            if latin != Algorithm::English && !out.contains(&latin) {
+                out.push(latin);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Identity of a `meta.json` version: it is replaced by rename on every commit.
@@ -123,6 +147,7 @@ impl Index {
             searcher: reader.searcher(),
             manifest: Manifest::default(),
             segments: Vec::new(),
+            languages: Vec::new(),
         });
         let index = Index {
             dir,
@@ -183,6 +208,7 @@ impl Index {
                 searcher: current.searcher.clone(),
                 manifest: current.manifest.clone(),
                 segments: current.segments.clone(),
+                languages: current.languages.clone(),
             });
         }
         self.snapshot().map(|_| ())
@@ -204,11 +230,13 @@ impl Index {
                     previous,
                     self.options.expansion_search,
                 )?;
+                let languages = latin_languages(&self.dir, &searcher, &self.fields)?;
                 Ok(Snapshot {
                     sig,
                     searcher,
                     manifest,
                     segments,
+                    languages,
                 })
             })();
             match result {

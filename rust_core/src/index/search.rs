@@ -2,13 +2,19 @@
 //! lists ([`super::candidates`]) side by side, then fusion and re-ranking ([`crate::rank`]),
 //! page-level grouping and snippets.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use rust_stemmers::Algorithm;
 use rustc_hash::FxHashMap;
+use tantivy::query::Query;
+use tantivy::schema::Field;
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{DocAddress, Score};
+use tantivy::{DocAddress, Score, Searcher};
 
 use super::cache::SegmentCache;
 use super::filter::HitFilter;
 use super::{Index, Snapshot};
+use crate::doc::Document;
 use crate::embed::Embedder;
 use crate::error::{CoreError, Result};
 use crate::rank::{self, Candidate, RankOptions};
@@ -225,6 +231,7 @@ impl Index {
         let snap = self.snapshot()?;
         let mut analyzer = tokenizer::analyzer();
         let mut parsed = ParsedQuery::parse(req.query, &mut analyzer);
+        parsed.add_alternates(req.query, &snap.languages, &snap.searcher, &self.fields);
         // The whole query (run when the words cannot be ranked apart, and highlighted in
         // snippets) scores every word.
         let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
@@ -242,7 +249,7 @@ impl Index {
             if req.mode == Mode::Hybrid && opts.rank.coverage_weighting {
                 let weights = parsed.word_weights(&snap.searcher, &self.fields);
                 for (_, addr) in top.iter().take(opts.coverage_depth) {
-                    let c = self.coverage(&snap, *addr, &parsed.words, &weights, analyzer)?;
+                    let c = self.coverage(&snap, *addr, &parsed, &weights, analyzer)?;
                     coverage = f32::max(coverage, c);
                     if coverage >= 1.0 {
                         break;
@@ -344,13 +351,28 @@ impl Index {
             .collect();
         let groups = rank::group(&pool.cands, req.k, opts.group, opts.passages_per_hit);
 
-        let snippets = match &text_query {
-            Some(q) => {
-                let mut g = SnippetGenerator::create(&snap.searcher, &**q, self.fields.body)?;
-                g.set_max_num_chars(opts.snippet_chars.max(20));
-                Some(g)
+        let terms = match &text_query {
+            Some(q) => snippet_terms(&snap.searcher, &**q, self.fields.body)?,
+            None => BTreeMap::new(),
+        };
+        // One snippet generator per language of the hits, each analysing as its pages were.
+        let mut generators: Vec<(Algorithm, SnippetGenerator)> = Vec::new();
+        let mut snippet_of = |doc: &Document| {
+            if terms.is_empty() {
+                return leading_text(&doc.body, opts.snippet_chars);
             }
-            None => None,
+            let latin = tokenizer::latin_stemmer(&doc.language);
+            let at = match generators.iter().position(|(l, _)| *l == latin) {
+                Some(at) => at,
+                None => {
+                    let analyzer = tokenizer::analyzer_for(latin);
+                    let chars = opts.snippet_chars.max(20);
+                    let g = SnippetGenerator::new(terms.clone(), analyzer, self.fields.body, chars);
+                    generators.push((latin, g));
+                    generators.len() - 1
+                }
+            };
+            make_snippet(&generators[at].1, &doc.body, opts)
         };
         let mut hits = Vec::with_capacity(groups.len());
         for members in groups {
@@ -359,7 +381,7 @@ impl Index {
             for &m in &members {
                 let c = &pool.cands[m];
                 let stored = self.stored(&snap, addr_of[&c.id])?;
-                let snippet = make_snippet(snippets.as_ref(), &stored.doc.body, opts);
+                let snippet = snippet_of(&stored.doc);
                 passages.push(PassageHit {
                     id: c.id,
                     snippet: snippet.clone(),
@@ -435,33 +457,57 @@ fn retain(pool: &mut Pool, keep: &[bool]) {
     *pool = kept;
 }
 
+/// The terms of `query` in `field` that some document holds, each with the weight
+/// tantivy's `SnippetGenerator::create` gives it (rarer terms weigh more).
+fn snippet_terms(
+    searcher: &Searcher,
+    query: &dyn Query,
+    field: Field,
+) -> Result<BTreeMap<String, Score>> {
+    let mut terms = BTreeSet::new();
+    query.query_terms(&mut |term, _| {
+        if term.field() == field {
+            terms.insert(term.clone());
+        }
+    });
+    let mut out = BTreeMap::new();
+    for term in terms {
+        let Some(text) = term.value().as_str().map(str::to_string) else {
+            continue;
+        };
+        let doc_freq = searcher.doc_freq(&term)?;
+        if doc_freq > 0 {
+            out.insert(text, 1.0 / (1.0 + doc_freq as Score));
+        }
+    }
+    Ok(out)
+}
+
 /// A snippet of `body` with matched terms wrapped in the markers, or its opening words
 /// when nothing in it matched (e.g. a vector-only hit).
-fn make_snippet(generator: Option<&SnippetGenerator>, body: &str, opts: &SearchOptions) -> String {
-    if let Some(g) = generator {
-        let snippet = g.snippet(body);
-        let fragment = snippet.fragment();
-        if !snippet.highlighted().is_empty() {
-            let mut out = String::with_capacity(fragment.len() + 16);
-            let mut at = 0;
-            // CJK bigrams overlap; merge overlapping and touching ranges first.
-            let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-            for r in snippet.highlighted() {
-                match ranges.last_mut() {
-                    Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-                    _ => ranges.push(r.clone()),
-                }
+fn make_snippet(generator: &SnippetGenerator, body: &str, opts: &SearchOptions) -> String {
+    let snippet = generator.snippet(body);
+    let fragment = snippet.fragment();
+    if !snippet.highlighted().is_empty() {
+        let mut out = String::with_capacity(fragment.len() + 16);
+        let mut at = 0;
+        // CJK bigrams overlap; merge overlapping and touching ranges first.
+        let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+        for r in snippet.highlighted() {
+            match ranges.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => ranges.push(r.clone()),
             }
-            for r in &ranges {
-                out.push_str(&fragment[at..r.start]);
-                out.push_str(&opts.markers.0);
-                out.push_str(&fragment[r.start..r.end]);
-                out.push_str(&opts.markers.1);
-                at = r.end;
-            }
-            out.push_str(&fragment[at..]);
-            return out.trim().to_string();
         }
+        for r in &ranges {
+            out.push_str(&fragment[at..r.start]);
+            out.push_str(&opts.markers.0);
+            out.push_str(&fragment[r.start..r.end]);
+            out.push_str(&opts.markers.1);
+            at = r.end;
+        }
+        out.push_str(&fragment[at..]);
+        return out.trim().to_string();
     }
     leading_text(body, opts.snippet_chars)
 }

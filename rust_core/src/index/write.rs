@@ -462,6 +462,7 @@ impl Index {
                 &[],
                 self.options.expansion_search,
             )?,
+            languages: Vec::new(),
         };
         let vecs = self.live_vectors_of(&snap, &chosen)?;
         let id = manifest.take_stamp();

@@ -5,10 +5,12 @@
 pub mod query;
 pub mod tokenizer;
 
+use rust_stemmers::Algorithm;
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, Value, FAST,
     INDEXED, STORED, STRING,
 };
+use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer, TokenStream};
 use tantivy::{TantivyDocument, Term};
 
 use crate::doc::{Document, Kind};
@@ -42,6 +44,8 @@ pub struct Fields {
     pub vstamp: Field,
     /// Hash of title and body, to know whether a stored vector still fits the text.
     pub thash: Field,
+    /// Language tag, which picked the stemmer of the title and body.
+    pub lang: Field,
 }
 
 impl Fields {
@@ -68,6 +72,7 @@ impl Fields {
             visits: b.add_u64_field("visits", FAST | STORED),
             vstamp: b.add_u64_field("vstamp", FAST | STORED),
             thash: b.add_u64_field("thash", FAST | STORED),
+            lang: b.add_text_field("lang", STRING | STORED),
         };
         (b.build(), fields)
     }
@@ -83,8 +88,20 @@ impl Fields {
         for suffix in domain_suffixes(&doc.domain) {
             t.add_text(self.site, suffix);
         }
-        t.add_text(self.title, &doc.title);
-        t.add_text(self.body, &doc.body);
+        let latin = tokenizer::latin_stemmer(&doc.language);
+        if latin == Algorithm::English {
+            t.add_text(self.title, &doc.title);
+            t.add_text(self.body, &doc.body);
+        } else {
+            // The field's registered analyzer is English: give the tokens of the page's own.
+            let mut analyzer = tokenizer::analyzer_for(latin);
+            for (field, text) in [(self.title, &doc.title), (self.body, &doc.body)] {
+                t.add_pre_tokenized_text(field, pre_tokenized(&mut analyzer, text));
+            }
+        }
+        if !doc.language.is_empty() {
+            t.add_text(self.lang, &doc.language);
+        }
         t.add_i64(self.first_seen, doc.first_seen);
         t.add_i64(self.last_seen, doc.last_seen);
         t.add_u64(self.visits, doc.visits);
@@ -99,8 +116,10 @@ impl Fields {
         let u = |f: Field| t.get_first(f).and_then(|v| v.as_u64()).unwrap_or(0);
         let i = |f: Field| t.get_first(f).and_then(|v| v.as_i64()).unwrap_or(0);
         let s = |f: Field| {
-            t.get_first(f)
-                .and_then(|v| v.as_str().map(str::to_string))
+            // A document not yet stored holds pre-tokenized text as such.
+            let v = t.get_first(f);
+            v.and_then(|v| v.as_str().map(str::to_string))
+                .or_else(|| v.and_then(|v| v.as_pre_tokenized_text()).map(|p| p.text))
                 .unwrap_or_default()
         };
         let mut doc = Document::new(
@@ -115,6 +134,7 @@ impl Fields {
         doc.first_seen = i(self.first_seen);
         doc.last_seen = i(self.last_seen);
         doc.visits = u(self.visits);
+        doc.language = s(self.lang);
         StoredDoc {
             doc,
             vstamp: u(self.vstamp),
@@ -125,6 +145,19 @@ impl Fields {
     /// The term that identifies a document.
     pub fn id_term(&self, id: u64) -> Term {
         Term::from_field_u64(self.id, id)
+    }
+}
+
+/// `text` with its tokens as `analyzer` makes them.
+fn pre_tokenized(analyzer: &mut TextAnalyzer, text: &str) -> PreTokenizedString {
+    let mut stream = analyzer.token_stream(text);
+    let mut tokens = Vec::new();
+    while stream.advance() {
+        tokens.push(stream.token().clone());
+    }
+    PreTokenizedString {
+        text: text.to_string(),
+        tokens,
     }
 }
 
@@ -171,6 +204,7 @@ mod tests {
         d.first_seen = 10;
         d.last_seen = 20;
         d.visits = 3;
+        d.language = "de".into();
         let back = f.from_tantivy(&f.to_tantivy(&d, 5));
         assert_eq!(back.doc, d);
         assert_eq!(back.vstamp, 5);

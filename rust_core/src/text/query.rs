@@ -12,7 +12,9 @@ use tantivy::schema::IndexRecordOption;
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{Searcher, Term};
 
-use super::Fields;
+use rust_stemmers::Algorithm;
+
+use super::{tokenizer, Fields};
 use crate::doc::Kind;
 
 /// Restrictions on which documents a search may return.
@@ -99,6 +101,12 @@ pub struct ParsedQuery {
     pub sequence: Vec<String>,
     /// Words left out of BM25 scoring ([`ParsedQuery::leave_out_common`]).
     pub common: Vec<String>,
+    /// Each word's other stems, in the order of `words`: its stem in each other language
+    /// the index holds, where that differs and some document holds it
+    /// ([`ParsedQuery::add_alternates`]). A document holding any form holds the word.
+    pub alternates: Vec<Vec<String>>,
+    /// Each phrase's tokens in those languages, where they differ.
+    pub phrase_alternates: Vec<Vec<Vec<String>>>,
 }
 
 /// Largest gap (in positions, summed) a loose phrase match tolerates.
@@ -123,6 +131,58 @@ impl ParsedQuery {
             }
         }
         parsed
+    }
+
+    /// Adds the stems `text`'s words have in each of `languages` (Latin-script stemmers
+    /// other than English, the ones the index's pages use), so a query finds a page
+    /// stemmed in its own language whatever language the query is in.
+    pub fn add_alternates(
+        &mut self,
+        text: &str,
+        languages: &[Algorithm],
+        searcher: &Searcher,
+        f: &Fields,
+    ) {
+        self.alternates = vec![Vec::new(); self.words.len()];
+        self.phrase_alternates = vec![Vec::new(); self.phrases.len()];
+        let held = |w: &str| {
+            [f.body, f.title].into_iter().any(|field| {
+                searcher
+                    .doc_freq(&Term::from_field_text(field, w))
+                    .is_ok_and(|df| df > 0)
+            })
+        };
+        for &language in languages {
+            let other = ParsedQuery::parse(text, &mut tokenizer::analyzer_for(language));
+            // The same tokens but for the stemmer, so the sequences align.
+            if other.sequence.len() != self.sequence.len()
+                || other.phrases.len() != self.phrases.len()
+            {
+                continue;
+            }
+            for (mine, theirs) in self.sequence.iter().zip(&other.sequence) {
+                let Some(i) = self.words.iter().position(|w| w == mine) else {
+                    continue;
+                };
+                if !self.words.contains(theirs)
+                    && !self.alternates[i].contains(theirs)
+                    && held(theirs)
+                {
+                    self.alternates[i].push(theirs.clone());
+                }
+            }
+            for (i, (mine, theirs)) in self.phrases.iter().zip(other.phrases).enumerate() {
+                if *mine != theirs && !self.phrase_alternates[i].contains(&theirs) {
+                    self.phrase_alternates[i].push(theirs);
+                }
+            }
+        }
+    }
+
+    /// The word at `i` in each of its forms: itself, then its alternates.
+    pub fn forms(&self, i: usize) -> impl Iterator<Item = &String> {
+        let alternates = self.alternates.get(i).map_or(&[][..], Vec::as_slice);
+        std::iter::once(&self.words[i]).chain(alternates)
     }
 
     /// Leaves out of BM25 scoring the words found in more than `max_share` of the
@@ -153,16 +213,22 @@ impl ParsedQuery {
     }
 
     /// Each word's weight in the query's coverage, in the order of `words`: BM25's
-    /// inverse document frequency of the word in bodies (tantivy's own formula, which it
-    /// keeps private), so the common words a wrong page happens to hold count for little
-    /// (a long paraphrase shares many of them with pages it does not describe).
+    /// inverse document frequency of the word (in all its forms) in bodies (tantivy's own
+    /// formula, which it keeps private), so the common words a wrong page happens to hold
+    /// count for little (a long paraphrase shares many of them with pages it does not
+    /// describe).
     pub fn word_weights(&self, searcher: &Searcher, f: &Fields) -> Vec<f32> {
         let docs = searcher.num_docs() as f32;
-        self.words
-            .iter()
-            .map(|w| {
-                let term = Term::from_field_text(f.body, w);
-                let df = searcher.doc_freq(&term).unwrap_or(0) as f32;
+        (0..self.words.len())
+            .map(|i| {
+                let df: u64 = self
+                    .forms(i)
+                    .map(|w| {
+                        let term = Term::from_field_text(f.body, w);
+                        searcher.doc_freq(&term).unwrap_or(0)
+                    })
+                    .sum();
+                let df = df as f32;
                 (1.0 + (docs - df + 0.5) / (df + 0.5)).ln()
             })
             .collect()
@@ -188,9 +254,22 @@ impl ParsedQuery {
         if let Some(bonus) = self.bonus(f, proximity_boost) {
             clauses.push((Occur::Should, bonus));
         }
-        for p in &self.phrases {
-            let terms = p.iter().map(|t| Term::from_field_text(f.body, t)).collect();
-            clauses.push((Occur::Must, Box::new(PhraseQuery::new(terms))));
+        for (i, p) in self.phrases.iter().enumerate() {
+            let alternates = self.phrase_alternates.get(i).map_or(&[][..], Vec::as_slice);
+            let forms: Vec<(Occur, Box<dyn Query>)> = std::iter::once(p)
+                .chain(alternates)
+                .map(|tokens| {
+                    let terms = tokens.iter().map(|t| Term::from_field_text(f.body, t));
+                    let q: Box<dyn Query> = Box::new(PhraseQuery::new(terms.collect()));
+                    (Occur::Should, q)
+                })
+                .collect();
+            let phrase = if forms.len() == 1 {
+                forms.into_iter().next().map(|(_, q)| q)
+            } else {
+                disjunction(forms)
+            };
+            clauses.extend(phrase.map(|q| (Occur::Must, q)));
         }
         if clauses.is_empty() {
             return None;
@@ -209,7 +288,7 @@ impl ParsedQuery {
     /// [`ParsedQuery::words_query`] would score them with (each word in the body and in
     /// the title); their scores summed are the words' score. Empty when there are none.
     pub fn common_clauses(&self, f: &Fields, title_boost: f32) -> Vec<Box<dyn Query>> {
-        word_clauses(f, &self.common, title_boost)
+        self.clauses_of(f, title_boost, true)
             .into_iter()
             .map(|(_, q)| q)
             .collect()
@@ -240,8 +319,20 @@ impl ParsedQuery {
 
     /// The clauses of the words scored in WAND: all but the common ones.
     fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
-        let scored = self.words.iter().filter(|w| !self.common.contains(w));
-        word_clauses(f, scored, title_boost)
+        self.clauses_of(f, title_boost, false)
+    }
+
+    /// The clauses of every form of the common words, or of the others.
+    fn clauses_of(
+        &self,
+        f: &Fields,
+        title_boost: f32,
+        common: bool,
+    ) -> Vec<(Occur, Box<dyn Query>)> {
+        let forms = (0..self.words.len())
+            .filter(|&i| self.common.contains(&self.words[i]) == common)
+            .flat_map(|i| self.forms(i));
+        word_clauses(f, forms, title_boost)
     }
 
     /// For two or more words: the query matching bodies that hold them in order within

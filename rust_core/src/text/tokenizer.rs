@@ -7,8 +7,10 @@
 //! tokenised the same way matches any word of two or more characters inside a run.
 //!
 //! Each word is stemmed by its script: Cyrillic words as Russian, Greek as Greek, Arabic
-//! as Arabic, every other word as English. A query is analysed the same way, so its
-//! words find their other inflections without anyone naming the query's language.
+//! as Arabic. Latin-script words are stemmed in the language of the page they are on
+//! ([`latin_stemmer`]; English when it is unknown or has no stemmer). A query's language
+//! is not known, so its Latin-script words are stemmed in each language the index holds
+//! (see `ParsedQuery::add_alternates`).
 
 use std::borrow::Cow;
 
@@ -21,18 +23,46 @@ use tantivy::tokenizer::{
 /// Name under which the analyzer is registered in every process that opens an index.
 pub const ANALYZER: &str = "bt_text";
 
-/// The analyzer used for titles and bodies: split, lower-case, fold accents, stem each
-/// word by its script.
+/// The analyzer of English text, registered for titles and bodies: split, lower-case,
+/// fold accents, stem each word by its script.
 pub fn analyzer() -> TextAnalyzer {
+    analyzer_for(Algorithm::English)
+}
+
+/// The analyzer of text in a language whose Latin-script words `latin` stems.
+pub fn analyzer_for(latin: Algorithm) -> TextAnalyzer {
     TextAnalyzer::builder(MultiScriptTokenizer::default())
         .filter(RemoveLongFilter::limit(48))
         .filter(LowerCaser)
         .filter(AsciiFoldingFilter)
-        .filter(ScriptStemmer)
+        .filter(ScriptStemmer { latin })
         .build()
 }
 
-/// The stemmers, by the script index [`script_of`] gives.
+/// The stemmer of Latin-script words in `language` (a BCP 47 tag such as `de` or
+/// `pt-br`): the Snowball stemmer of its primary subtag, English for the others.
+pub fn latin_stemmer(language: &str) -> Algorithm {
+    let primary = language.split(['-', '_']).next().unwrap_or("");
+    match primary.to_ascii_lowercase().as_str() {
+        "da" => Algorithm::Danish,
+        "de" => Algorithm::German,
+        "es" => Algorithm::Spanish,
+        "fi" => Algorithm::Finnish,
+        "fr" => Algorithm::French,
+        "hu" => Algorithm::Hungarian,
+        "it" => Algorithm::Italian,
+        "nb" | "nn" | "no" => Algorithm::Norwegian,
+        "nl" => Algorithm::Dutch,
+        "pt" => Algorithm::Portuguese,
+        "ro" => Algorithm::Romanian,
+        "sv" => Algorithm::Swedish,
+        "tr" => Algorithm::Turkish,
+        _ => Algorithm::English,
+    }
+}
+
+/// The stemmers of the other scripts, by the script index [`script_of`] gives (0 is
+/// Latin, whose stemmer depends on the language).
 const STEMMERS: [Algorithm; 4] = [
     Algorithm::English,
     Algorithm::Greek,
@@ -41,7 +71,7 @@ const STEMMERS: [Algorithm; 4] = [
 ];
 
 /// Which of [`STEMMERS`] stems a word starting with `c`: the one language its script
-/// stands for, or English (whose stemmer leaves words of other scripts alone).
+/// stands for, or 0, the Latin-script stemmer (which leaves words of other scripts alone).
 fn script_of(c: char) -> usize {
     match c as u32 {
         0x0370..=0x03FF | 0x1F00..=0x1FFF => 1,
@@ -53,16 +83,21 @@ fn script_of(c: char) -> usize {
     }
 }
 
-/// Token filter stemming each token with the stemmer of its script ([`script_of`]);
-/// CJK bigrams are left as they are.
-#[derive(Clone, Copy, Default)]
-pub struct ScriptStemmer;
+/// Token filter stemming each token with the stemmer of its script ([`script_of`]),
+/// Latin-script ones with `latin`; CJK bigrams are left as they are.
+#[derive(Clone, Copy)]
+pub struct ScriptStemmer {
+    latin: Algorithm,
+}
 
 impl TokenFilter for ScriptStemmer {
     type Tokenizer<T: Tokenizer> = ScriptStemmerFilter<T>;
 
     fn transform<T: Tokenizer>(self, tokenizer: T) -> ScriptStemmerFilter<T> {
-        ScriptStemmerFilter { inner: tokenizer }
+        ScriptStemmerFilter {
+            inner: tokenizer,
+            latin: self.latin,
+        }
     }
 }
 
@@ -70,6 +105,7 @@ impl TokenFilter for ScriptStemmer {
 #[derive(Clone)]
 pub struct ScriptStemmerFilter<T> {
     inner: T,
+    latin: Algorithm,
 }
 
 impl<T: Tokenizer> Tokenizer for ScriptStemmerFilter<T> {
@@ -78,6 +114,7 @@ impl<T: Tokenizer> Tokenizer for ScriptStemmerFilter<T> {
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
         ScriptStemmerStream {
             tail: self.inner.token_stream(text),
+            latin: self.latin,
             stemmers: Default::default(),
             buffer: String::new(),
         }
@@ -87,6 +124,7 @@ impl<T: Tokenizer> Tokenizer for ScriptStemmerFilter<T> {
 /// Token stream of [`ScriptStemmerFilter`]; creates each script's stemmer when first needed.
 pub struct ScriptStemmerStream<T> {
     tail: T,
+    latin: Algorithm,
     stemmers: [Option<rust_stemmers::Stemmer>; STEMMERS.len()],
     buffer: String,
 }
@@ -101,8 +139,13 @@ impl<T: TokenStream> TokenStream for ScriptStemmerStream<T> {
             return true;
         };
         let script = script_of(first);
-        let stemmer = self.stemmers[script]
-            .get_or_insert_with(|| rust_stemmers::Stemmer::create(STEMMERS[script]));
+        let algorithm = if script == 0 {
+            self.latin
+        } else {
+            STEMMERS[script]
+        };
+        let stemmer =
+            self.stemmers[script].get_or_insert_with(|| rust_stemmers::Stemmer::create(algorithm));
         match stemmer.stem(&token.text) {
             Cow::Owned(stemmed) => token.text = stemmed,
             Cow::Borrowed(stemmed) => {
