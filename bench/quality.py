@@ -33,7 +33,7 @@ import numpy as np
 from bench import common
 from bench.common import DATA_DIR, Progress, say
 from bench.real_corpus import PAGES_FILE, real_dir
-from bench.run_core import EVAL_DIR
+from bench.run_core_real import EVAL_DIR
 from bench.vector_cache import VectorCache, cache_dir, model_id, text_key
 
 SETS = ("python", "postgresql", "rust", "django", "linux", "jdk", "libstdcxx")

@@ -88,7 +88,7 @@ class Corpus:
             return
         if not vec_path.exists():
             from backtrail.indexer import embedding
-            from bench.run_core import core_corpus_vectors
+            from bench.run_core_measure import core_corpus_vectors
 
             common.say("no cached core vectors yet: embedding the corpus once (~13 min)")
             core_corpus_vectors(embedding.load_embedder())
