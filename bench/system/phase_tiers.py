@@ -198,9 +198,8 @@ class TierPhases(BenchState):
             finally:
                 await client.close()
         out["preloaded_model_runs"] = preload
-        # RSS once the server is whole: the RSS above is sampled 0.5 s after initialize,
-        # while the SDK is still being imported. tools/list may be answered before the
-        # SDK is ready (from an earlier server's list); a ping is answered by the SDK only.
+        # RSS once the server has listed its tools and answered a ping (the RSS above is
+        # sampled 0.5 s after initialize, before any tool has run).
         ready = []
         for r in range(2):
             client = await mc.connect(self.home, f"ready{r}", self.logs, **self.mcp_env)
