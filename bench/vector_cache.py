@@ -114,12 +114,16 @@ def embed_corpus(
     batch_size: int = 1,
     shard: int = SHARD,
     limit: int | None = None,
+    sets: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Embed every passage text the cache lacks (resumable; progress on stderr)."""
+    """Embed every passage text the cache lacks (resumable; progress on stderr), only
+    those of `sets` when given (their quality runs need no more)."""
     from backtrail.indexer import embedding
 
     model = model_id()
     passages = load_passages(data_dir)
+    if sets:
+        passages = [p for p in passages if p["set"] in sets]
     texts: dict[bytes, str] = {}
     for p in passages:
         text = embedding_text(p)
@@ -169,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=1)
     ap.add_argument("--shard", type=int, default=SHARD, help="texts per cache shard")
     ap.add_argument("--limit", type=int, help="embed at most this many texts, then stop")
+    ap.add_argument("--sets", default="", help="only these corpus sets, comma-separated")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     out = embed_corpus(
@@ -177,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         batch_size=args.batch_size,
         shard=args.shard,
         limit=args.limit,
+        sets=[name for name in args.sets.split(",") if name],
     )
     sys.stderr.write(f"{out} in {time.perf_counter() - t0:.0f} s\n")
 
