@@ -15,19 +15,11 @@ from typing import Any
 
 import pytest
 
-from e2e_support import (
-    Browser,
-    ChromiumMissing,
-    McpSession,
-    PageServer,
-    Profile,
-    ServiceWorker,
-    Tab,
-    find_chromium,
-    ledger_rows,
-    process_alive,
-    wait_for,
-)
+from e2e_browser_support import Browser, ChromiumMissing, find_chromium, process_alive
+from e2e_cdp_support import ServiceWorker, Tab
+from e2e_pages_support import PageServer
+from e2e_readback_support import McpSession, ledger_rows
+from e2e_support import Profile, wait_for
 
 pytestmark = pytest.mark.browser
 

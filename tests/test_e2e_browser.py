@@ -21,21 +21,11 @@ from typing import Any
 
 import pytest
 
-from e2e_support import (
-    EXTENSION_ORIGIN,
-    Browser,
-    CdpError,
-    ChromiumMissing,
-    McpSession,
-    PageServer,
-    Profile,
-    ServiceWorker,
-    find_chromium,
-    ledger_rows,
-    process_alive,
-    store_mentions,
-    wait_for,
-)
+from e2e_browser_support import Browser, ChromiumMissing, find_chromium, process_alive
+from e2e_cdp_support import ServiceWorker
+from e2e_pages_support import PageServer
+from e2e_readback_support import McpSession, ledger_rows, store_mentions
+from e2e_support import EXTENSION_ORIGIN, CdpError, Profile, wait_for
 
 pytestmark = pytest.mark.browser
 

@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_support import (
-    EXTENSION_ID,
-    Browser,
-    ChromiumMissing,
-    Profile,
-    ServiceWorker,
-    find_chromium,
-    wait_for,
-)
+from e2e_browser_support import Browser, ChromiumMissing, find_chromium
+from e2e_cdp_support import ServiceWorker
+from e2e_support import EXTENSION_ID, Profile, wait_for
 
 pytestmark = pytest.mark.browser
 
