@@ -145,3 +145,15 @@ def test_a_page_from_an_older_index_format_is_rebuilt_and_found_by_inflection(
         memory.catch_up(vectors=False)
         assert found(memory, "самовара") == [url]
     assert json.loads(settings.read_text())["format"] == written["format"]
+
+
+def test_a_page_whose_language_changes_is_stemmed_anew(data_home: Path, clock: FakeClock) -> None:
+    url = "https://de.example/buecher"
+    _, title, text = PAGES[url]
+    with Memory(make_config(data_home), client="test", clock=clock) as memory:
+        memory.capture_page(url, html=html("en", title, text))  # a page that misstates it
+        memory.catch_up(vectors=False)
+        assert found(memory, "Büchern") == []
+        memory.capture_page(url, html=html("de", title, text))
+        memory.catch_up(vectors=False)
+        assert found(memory, "Büchern") == [url]
