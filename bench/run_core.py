@@ -90,7 +90,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--connectivity", type=int, nargs="+", default=[16])
     ap.add_argument("--expansion", type=int, nargs="+", default=[64, 128, 256])
-    ap.add_argument("--quantization", default="i8", choices=("i8", "f16", "f32"))
+    ap.add_argument(
+        "--quantization", default="f16", choices=("i8", "f16", "f32"), help="default: the product's"
+    )
     ap.add_argument(
         "--fts5-max", type=int, default=100_000, help="synthetic: largest scale given FTS5"
     )
