@@ -8,7 +8,7 @@ use rust_stemmers::Algorithm;
 use rustc_hash::FxHashMap;
 use tantivy::query::Query;
 use tantivy::schema::Field;
-use tantivy::snippet::SnippetGenerator;
+use tantivy::snippet::{collapse_overlapped_ranges, SnippetGenerator};
 use tantivy::{DocAddress, Score, Searcher};
 
 use super::cache::SegmentCache;
@@ -492,14 +492,7 @@ fn make_snippet(generator: &SnippetGenerator, body: &str, opts: &SearchOptions) 
         let mut out = String::with_capacity(fragment.len() + 16);
         let mut at = 0;
         // CJK bigrams overlap; merge overlapping and touching ranges first.
-        let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-        for r in snippet.highlighted() {
-            match ranges.last_mut() {
-                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-                _ => ranges.push(r.clone()),
-            }
-        }
-        for r in &ranges {
+        for r in &collapse_overlapped_ranges(snippet.highlighted()) {
             out.push_str(&fragment[at..r.start]);
             out.push_str(&opts.markers.0);
             out.push_str(&fragment[r.start..r.end]);
