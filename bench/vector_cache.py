@@ -38,10 +38,18 @@ SHARD = 1024
 
 
 def model_id() -> str:
-    """Names the vectors: the model file's sha256 (first 16 hex digits) and the embedder."""
+    """Names the vectors: the embedder, the packaged model file's sha256 (first 16 hex
+    digits) and the derivation it runs as (``embedding.ModelFiles.identity``); ``custom``
+    for the model directory ``BACKTRAIL_MODEL_DIR`` names, which the product then runs too
+    (one at a time: the cache keeps one set of custom vectors)."""
     from backtrail.indexer import embedding
 
-    return f"core-minilm-{embedding.model_files().sha256 or 'custom'}"[:28]
+    return f"core-minilm-{embedding.model_files(model_dir()).identity}"
+
+
+def model_dir() -> str | None:
+    """The product's ``BACKTRAIL_MODEL_DIR`` setting, if any."""
+    return os.environ.get("BACKTRAIL_MODEL_DIR") or None
 
 
 def text_key(text: str, model: str) -> bytes:
@@ -140,7 +148,7 @@ def embed_corpus(
     progress = Progress("embed", len(cache) + len(todo), len(cache), every=30)
     if todo:
         embedder = embedding.load_embedder(
-            sessions=sessions, threads=threads, batch_size=batch_size
+            model_dir(), sessions=sessions, threads=threads, batch_size=batch_size
         )
         for start in range(0, len(todo), shard):
             keys = todo[start : start + shard]

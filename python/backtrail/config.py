@@ -134,10 +134,11 @@ class Config:
     )
     embed_sessions: int = _setting(1, "Parallel onnxruntime sessions in one process.", minimum=1)
     embed_batch_size: int = _setting(
-        4,
-        "Texts per onnxruntime call (the core sorts them by length). Small batches pad "
-        "less (measured: 18.6 passages/s at 4 against 15.5 at 16 on two cores) and hold "
-        "the model for less time, so a search's query embedding waits less behind "
+        1,
+        "Texts per onnxruntime call (the core sorts them by length). The integer model "
+        "scales its activations per call, so at 1 a text's vector never depends on the "
+        "texts beside it; one text per call also pads nothing and is the fastest on two "
+        "cores (bench/README.md), and a search's query embedding waits least behind "
         "background indexing.",
         minimum=1,
     )

