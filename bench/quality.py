@@ -161,6 +161,44 @@ def run(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+FLOORS = (0.30, 0.32, 0.34, 0.35, 0.36, 0.38, 0.40, 0.42, 0.44, 0.46, 0.48, 0.50)
+"""The ``search_min_similarity`` values the calibration tries."""
+
+
+def calibration(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """How ``search_min_similarity`` trades absent topics against the dev sets: every query
+    searched once with the rule off, the evidence the rule reads recorded (the best vector
+    similarity among the first hits, and whether one holds every word of the query), and
+    for each floor of :data:`FLOORS` the share of absent topics answered with nothing and
+    the dev sets' MRR@10 / recall@10 had the rule applied."""
+    import dataclasses
+
+    from backtrail.service import search as search_module
+
+    kept = memory.config
+    memory.config = dataclasses.replace(kept, search_min_similarity=0.0)
+    rows = []
+    try:
+        for q in qs:
+            page = memory.search(q["query"], limit=search_module._EVIDENCE_HITS)  # noqa: SLF001
+            evidence = [r.explanation for r in page.results]
+            rows.append({
+                "urls": [r.url for r in page.results][:10],
+                "best_similarity": max((e.get("vector_similarity") or -1.0 for e in evidence),
+                                       default=-1.0),
+                "all_words": any((e.get("coverage") or 0.0) >= 1.0 for e in evidence),
+            })  # fmt: skip
+    finally:
+        memory.config = kept
+    sweep = {}
+    for floor in FLOORS:
+        applied = [{**r, "urls": [] if not r["all_words"] and r["best_similarity"] < floor
+                    else r["urls"]} for r in rows]  # fmt: skip
+        found = scores(qs, applied)
+        sweep[f"{floor:.2f}"] = {g: found[g] for g in found if " " not in g}
+    return {"rows": rows, "sweep": sweep}
+
+
 def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """MRR@10 / recall@10 per query set and kind; for absent topics the empty share."""
     groups: dict[str, list[tuple[float, float]]] = {}
@@ -239,6 +277,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--temporal", action="store_true", help="only the check of recency and visits"
     )
+    ap.add_argument(
+        "--calibrate", action="store_true",
+        help="also sweep search_min_similarity (absent topics against the dev sets)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     if unknown := set(sets) - set(SETS):
@@ -251,8 +293,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     qs = queries(args.eval_dir, {page["url"] for page in corpus_pages(DATA_DIR, sets)})
     with memory:
         ran = run(memory, qs)
+        calibrated = calibration(memory, qs) if args.calibrate else None
     result = {"sets": sets, "queries": len(qs),
-              "scores": {m: scores(qs, rows) for m, rows in ran.items()}, "runs": ran}  # fmt: skip
+              "scores": {m: scores(qs, rows) for m, rows in ran.items()}, "runs": ran,
+              "calibration": calibrated}  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(result, indent=1))
@@ -266,6 +310,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         out(f"| {g} | {result['scores']['hybrid'][g]['n']} | {' | '.join(cells)} |\n")
     for m in MODES:
         out(f"{m} p50 {np.median([r['ms'] for r in ran[m]]):.1f} ms\n")
+    if calibrated:
+        out("\n| search_min_similarity | absent with nothing | dev sets (MRR@10 / recall@10) |\n"
+            "|---|---|---|\n")
+        for floor, found in calibrated["sweep"].items():
+            devs = ", ".join(f"{g} {s['mrr']:.3f} / {s['recall']:.3f}"
+                             for g, s in found.items() if g != "absent")  # fmt: skip
+            out(f"| {floor} | {found['absent']['mrr']:.3f} | {devs} |\n")
     say(f"wrote {path}")
 
 

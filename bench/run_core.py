@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         result["real"] = real_section(args)
     if args.synthetic:
         say("== SYNTHETIC stress test: replicas of the Python + PostgreSQL corpus (no targets)")
-        embedder = embedding.load_embedder(sessions=2, threads=1, batch_size=8)
+        embedder = embedding.load_embedder(sessions=2, threads=1, batch_size=1)
         _, vectors = core_corpus_vectors(embedder)
         if "quality" not in args.skip:
             fts5_path = common.DATA_DIR / "fts5-corpus.sqlite"

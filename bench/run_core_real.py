@@ -179,7 +179,7 @@ def real_engine_worker(spec: dict[str, Any]) -> dict[str, Any]:
         list(range(len(texts))),
         families,
     )
-    embedder = embedding.load_embedder(sessions=2, threads=1, batch_size=8)
+    embedder = embedding.load_embedder(sessions=2, threads=1, batch_size=1)
     with_model = _core.Index(str(path), embedder=embedder)
     # warmed up on other wordings: the core keeps recent query vectors, and a timed query
     # must pay for its embedding
@@ -261,7 +261,7 @@ def real_section(args: argparse.Namespace) -> dict[str, Any]:
     texts, families = [q["query"] for q in qs], [q["family"] for q in qs]
     work = args.workdir / "real"
     work.mkdir(parents=True, exist_ok=True)
-    embedder = embedding.load_embedder(sessions=2, threads=1, batch_size=8)
+    embedder = embedding.load_embedder(sessions=2, threads=1, batch_size=1)
     qvecs = np.array(embedder.embed(texts), dtype=np.float32)
     del embedder
     vec_ids = ids[mask]

@@ -98,11 +98,22 @@ def real_summary(real: dict[str, Any]) -> list[dict[str, Any]]:
                     "what": f"{pre}: bulk embedding passages/s, best core "
                     f"({emb['best_core_config']}) vs ORT-Python 1x2",
                     "value": f"{emb['passages_per_s'][emb['best_core_config']]:.1f} vs "
-                    f"{base:.1f} (core 1x2: {emb['passages_per_s']['core 1x2 batch 16']:.1f})",
+                    f"{base:.1f} (core 1x2: {emb['passages_per_s']['core 1x2 batch 1']:.1f})",
                     "target": ">= 1.5x",
                     "ratio": f"{emb['ratio_best_core_vs_ort']:.2f}x",
                 }
             )
+            same = emb["passages_per_s"].get("ort-python 1x2 batch 16, core's model")
+            if same:
+                rows.append(
+                    {
+                        "what": f"{pre}: the same, ORT-Python running the core's model file",
+                        "value": f"{same:.1f} passages/s; cosine core vs ORT-Python "
+                        f">= {emb['min_cosine_vs_ort']:.4f}",
+                        "target": "",
+                        "ratio": f"{emb['ratio_best_core_vs_ort_same_model']:.2f}x",
+                    }
+                )
         b = e["build"]
         rows.append(
             {
