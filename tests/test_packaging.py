@@ -54,7 +54,8 @@ def test_a_damaged_tokenizer_is_refused_before_it_loads_and_doctor_says_so(
 
 def test_the_embedding_runtime_keeps_no_device_id_and_queues_no_telemetry(tmp_path: Path) -> None:
     """onnxruntime's Linux packages write a device id and a telemetry queue under
-    ~/.cache/Microsoft unless told not to; loading Backtrail's embedder tells them."""
+    ~/.cache/Microsoft unless told not to; loading Backtrail's embedder tells them (the
+    quantiser's process too). The one file written is Backtrail's derived model."""
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items()
@@ -64,7 +65,9 @@ def test_the_embedding_runtime_keeps_no_device_id_and_queues_no_telemetry(tmp_pa
     done = subprocess.run([sys.executable, "-c", code], env={**env, "HOME": str(home)},
                           capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert done.stdout.strip() == "384", done.stderr
-    assert [str(p.relative_to(home)) for p in home.rglob("*")] == []
+    written = [str(p.relative_to(home)) for p in home.rglob("*") if p.is_file()]
+    derived = embedding.derived_path(embedding.model_files()).name
+    assert written == [f".cache/backtrail/models/{derived}"]
 
 
 # ------------------------------------------------------------------ extension zip
