@@ -187,6 +187,7 @@ def calibration(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "best_similarity": max((e.get("vector_similarity") or -1.0 for e in evidence),
                                        default=-1.0),
                 "all_words": any((e.get("coverage") or 0.0) >= 1.0 for e in evidence),
+                "coverage": max((e.get("coverage") or 0.0 for e in evidence), default=0.0),
             })  # fmt: skip
     finally:
         memory.config = kept
