@@ -151,7 +151,8 @@ def real_engine_worker(spec: dict[str, Any]) -> dict[str, Any]:
     vlist = [v.tolist() for v in qvecs]
     sweep = []
     for ef in spec["expansions"]:
-        opts = {"group": False, "expansion": ef}
+        # Top 10 asked of the vector side alone, as of numpy (a hybrid search pools 50).
+        opts = {"group": False, "expansion": ef, "vector_candidates": 10}
 
         def vector(v: list[float], o: dict[str, Any] = opts) -> list[dict[str, Any]]:
             return index.search("", 10, mode="vector", query_vector=v, options=o)
