@@ -168,7 +168,7 @@ FLOORS = (0.30, 0.32, 0.34, 0.35, 0.36, 0.38, 0.40, 0.42, 0.44, 0.46, 0.48, 0.50
 def calibration(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """How ``search_min_similarity`` trades absent topics against the dev sets: every query
     searched once with the rule off, the evidence the rule reads recorded (the best vector
-    similarity among the first hits, and whether one holds every word of the query), and
+    similarity among the first hits, and the largest share of the query's words one holds), and
     for each floor of :data:`FLOORS` the share of absent topics answered with nothing and
     the dev sets' MRR@10 / recall@10 had the rule applied."""
     import dataclasses
@@ -186,14 +186,13 @@ def calibration(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "urls": [r.url for r in page.results][:10],
                 "best_similarity": max((e.get("vector_similarity") or -1.0 for e in evidence),
                                        default=-1.0),
-                "all_words": any((e.get("coverage") or 0.0) >= 1.0 for e in evidence),
                 "coverage": max((e.get("coverage") or 0.0 for e in evidence), default=0.0),
             })  # fmt: skip
     finally:
         memory.config = kept
     sweep = {}
     for floor in FLOORS:
-        applied = [{**r, "urls": [] if not r["all_words"] and r["best_similarity"] < floor
+        applied = [{**r, "urls": [] if r["coverage"] < 1.0 and r["best_similarity"] < floor
                     else r["urls"]} for r in rows]  # fmt: skip
         found = scores(qs, applied)
         sweep[f"{floor:.2f}"] = {g: found[g] for g in found if " " not in g}
