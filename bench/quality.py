@@ -161,16 +161,18 @@ def run(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-FLOORS = (0.30, 0.32, 0.34, 0.35, 0.36, 0.38, 0.40, 0.42, 0.44, 0.46, 0.48, 0.50)
-"""The ``search_min_similarity`` values the calibration tries."""
+FLOORS = (0.33, 0.35, 0.36, 0.37, 0.38, 0.385, 0.39, 0.40, 0.41, 0.42)
+"""The ``search_min_similarity`` values the calibration tries (the floor at 10,000
+passages; :func:`backtrail.service.search.chance_floor` scales it to the store)."""
 
 
 def calibration(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """How ``search_min_similarity`` trades absent topics against the dev sets: every query
     searched once with the rule off, the evidence the rule reads recorded (the best vector
     similarity among the first hits, and the largest share of the query's words one holds), and
-    for each floor of :data:`FLOORS` the share of absent topics answered with nothing and
-    the dev sets' MRR@10 / recall@10 had the rule applied."""
+    for each floor of :data:`FLOORS`, scaled to this store's size, the share of absent
+    topics answered with nothing and the dev sets' MRR@10 / recall@10 had the rule applied
+    (a query keeps its answer when a hit holds ``COVERAGE_PASS`` of its words)."""
     import dataclasses
 
     from backtrail.service import search as search_module
@@ -190,13 +192,15 @@ def calibration(memory: Any, qs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             })  # fmt: skip
     finally:
         memory.config = kept
+    documents = memory._indexer.index.documents()  # noqa: SLF001
     sweep = {}
-    for floor in FLOORS:
-        applied = [{**r, "urls": [] if r["coverage"] < 1.0 and r["best_similarity"] < floor
-                    else r["urls"]} for r in rows]  # fmt: skip
+    for base in FLOORS:
+        floor = search_module.chance_floor(base, documents)
+        applied = [{**r, "urls": [] if r["coverage"] < search_module.COVERAGE_PASS
+                    and r["best_similarity"] < floor else r["urls"]} for r in rows]  # fmt: skip
         found = scores(qs, applied)
-        sweep[f"{floor:.2f}"] = {g: found[g] for g in found if " " not in g}
-    return {"rows": rows, "sweep": sweep}
+        sweep[f"{base:.3f}"] = {"floor": floor, **{g: found[g] for g in found if " " not in g}}
+    return {"documents": documents, "rows": rows, "sweep": sweep}
 
 
 def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -311,12 +315,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     for m in MODES:
         out(f"{m} p50 {np.median([r['ms'] for r in ran[m]]):.1f} ms\n")
     if calibrated:
-        out("\n| search_min_similarity | absent with nothing | dev sets (MRR@10 / recall@10) |\n"
-            "|---|---|---|\n")
-        for floor, found in calibrated["sweep"].items():
+        out(f"\n{calibrated['documents']:,} passages\n| search_min_similarity | floor here "
+            "| absent with nothing | dev sets (MRR@10 / recall@10) |\n|---|---|---|---|\n")
+        for base, found in calibrated["sweep"].items():
             devs = ", ".join(f"{g} {s['mrr']:.3f} / {s['recall']:.3f}"
-                             for g, s in found.items() if g != "absent")  # fmt: skip
-            out(f"| {floor} | {found['absent']['mrr']:.3f} | {devs} |\n")
+                             for g, s in found.items() if g not in ("absent", "floor"))
+            out(f"| {base} | {found['floor']:.3f} | {found['absent']['mrr']:.3f} | {devs} |\n")
     say(f"wrote {path}")
 
 

@@ -25,6 +25,7 @@ from backtrail.errors import (
     VersionConflict,
 )
 from backtrail.service import Memory, SearchPage, VisitInfo
+from backtrail.service.search import chance_floor
 from backtrail.store import HOME_ENV, Ledger, TabInput
 from helpers import LOREM, cached_embedder, make_config, share_model
 
@@ -331,6 +332,19 @@ def test_a_topic_nowhere_in_memory_finds_nothing_rather_than_unrelated_pages(
     exact = semantic.search("qzvxorder42")
     assert not exact.no_match and urls_of(exact)[0] == "https://example.com/ids"
     assert not semantic.search("qzvxorder42", mode="bm25").no_match
+
+
+def test_the_nothing_matches_floor_grows_with_the_memory() -> None:
+    """Chance brings an unrelated query closer to some passage the more passages there are:
+    the floor is the setting at 10,000 passages, higher in a larger memory, lower in a
+    smaller one, but never so low that unrelated short texts pass."""
+    assert chance_floor(0.385, 10_000) == pytest.approx(0.385)
+    assert chance_floor(0.385, 175_113) == pytest.approx(0.441, abs=5e-4)
+    assert chance_floor(0.385, 19_263) == pytest.approx(0.398, abs=5e-4)
+    floors = [chance_floor(0.385, n) for n in (200, 2_000, 20_000, 200_000, 2_000_000)]
+    assert floors == sorted(set(floors))
+    assert chance_floor(0.385, 3) == chance_floor(0.385, 0) == 0.25
+    assert chance_floor(0.1, 3) == 0.1
 
 
 def test_the_nothing_matches_rule_can_be_turned_off(

@@ -228,4 +228,6 @@ class Index:
     def stop_merging(self) -> None:
         """Stop merging through this handle (shutting down): a running `merge_vectors`
         gives up soon, publishing nothing, and later calls return False at once."""
+    def documents(self) -> int:
+        """Live documents in the latest commit (cheap: `stats` without its walks)."""
     def stats(self) -> dict[str, int | str | None]: ...

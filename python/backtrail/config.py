@@ -240,10 +240,12 @@ class Config:
         minimum=0,
     )
     search_min_similarity: float = _setting(
-        0.35,
+        0.385,
         "search: a hybrid search whose best matches are all less similar in meaning than "
-        "this, and none of which holds every word of the query, answers that nothing "
-        "matches (0 turns this off; calibrated on the human-written sets in bench/quality.py).",
+        "this (in a memory of 10,000 passages; the floor grows with the memory as chance "
+        "matches do, like sqrt(ln n)), and none of which holds half the query's words, "
+        "answers that nothing matches (0 turns this off; calibrated on the human-written "
+        "sets with bench/quality.py --calibrate).",
         minimum=0,
     )
     search_bm25_weight: float = _setting(

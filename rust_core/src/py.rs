@@ -344,6 +344,10 @@ impl PyIndex {
         self.inner.stop_merging();
     }
 
+    fn documents(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.inner.documents()).map_err(to_py)
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = py.detach(|| self.inner.stats()).map_err(to_py)?;
         let d = PyDict::new(py);

@@ -21,6 +21,7 @@ fn upsert_replaces_and_deletes_remove_documents() {
     assert_eq!(search(&index, "alpha"), Vec::<u64>::new());
     assert_eq!(search(&index, "beta"), [1]);
     assert_eq!(index.stats().unwrap().documents, 1);
+    assert_eq!(index.documents().unwrap(), 1);
 
     let mut other = page(2, "t", "beta too");
     other.domain = "docs.python.org".into();

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -57,6 +58,23 @@ _POOL_GROWTH = 4
 _MAX_POOL_DEPTH = 3_200
 _EVIDENCE_HITS = 10  # the first hits whose evidence decides whether anything matches
 _REFILLS = 3  # times a page short of hits whose entity was forgotten asks for more
+COVERAGE_PASS = 0.5
+"""A search whose first hits include one holding this share of the query's words (rare
+words counting most) always has an answer (chosen with ``bench.quality --calibrate``)."""
+_FLOOR_SIZE = 10_000  # passages at which the floor is search_min_similarity itself
+_LEAST_FLOOR = 0.25  # unrelated short texts reach 0.15 with MiniLM: the floor of a tiny memory
+
+
+def chance_floor(base: float, documents: int) -> float:
+    """The similarity an unrelated query's best match reaches by chance among ``documents``
+    passages: ``base`` at 10,000, and growing with the memory as the largest of n
+    unrelated similarities does, like sqrt(ln n) (over the real corpus, the 85th
+    percentile of an absent topic's best match is 0.12 sqrt(ln n) from 3 passages to
+    175,000). A memory 20 times larger meets more near neighbours of any topic; a small
+    one fewer, so a vague query still finds its page there. Never below 0.25 (or
+    ``base``, if lower)."""
+    grown = base * math.sqrt(math.log(max(documents, 2)) / math.log(_FLOOR_SIZE))
+    return max(grown, min(base, _LEAST_FLOOR))
 
 
 @dataclass(frozen=True)
@@ -238,17 +256,19 @@ class SearchOps(MemoryBase):
         return SearchPage(results[request.offset : end], cursor, mode, lag)
 
     def _no_good_match(self, request: _Request, hits: Sequence[_core.Hit]) -> bool:
-        """True when the best of the first hits of the ranking are all far in meaning from
-        the query and none holds every word of it. Facts keep their nearest-first answer
-        (mcp-memory-bridge's ``memory_search``)."""
-        floor = self.config.search_min_similarity
-        if floor <= 0 or not hits or "fact" in request.kinds:
+        """True when the best of the first hits of the ranking is no closer in meaning to the
+        query than chance would bring an unrelated query in a memory this size
+        (:func:`chance_floor`), and none holds half of the query's words, rare words
+        counting most. Facts keep their nearest-first answer (mcp-memory-bridge's
+        ``memory_search``)."""
+        base = self.config.search_min_similarity
+        if base <= 0 or not hits or "fact" in request.kinds:
             return False
         top = hits[:_EVIDENCE_HITS]
-        if max(hit["explanation"]["coverage"] for hit in top) >= 1.0:
+        if max(hit["explanation"]["coverage"] for hit in top) >= COVERAGE_PASS:
             return False
         best = max((hit["explanation"]["vector_similarity"] or -1.0) for hit in top)
-        return best < floor
+        return best < chance_floor(base, self._indexer.index.documents())
 
     def _core_search(
         self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int,

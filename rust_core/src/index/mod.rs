@@ -327,6 +327,12 @@ impl Index {
         Ok(self.snapshot()?.manifest.watermark.clone())
     }
 
+    /// Live documents in the latest commit: what [`Index::stats`] counts, without its
+    /// walk over the files and the vectors.
+    pub fn documents(&self) -> Result<u64> {
+        Ok(self.snapshot()?.searcher.num_docs())
+    }
+
     /// Counts and sizes, for `stats` commands and health checks.
     pub fn stats(&self) -> Result<IndexStats> {
         let snap = self.snapshot()?;
