@@ -152,10 +152,11 @@ def build_core(
     *,
     quantization: str = "i8",
     connectivity: int = 16,
-    expansion_add: int = 128,
+    expansion_add: int | None = None,
     chunk: int = 20_000,
 ) -> dict[str, Any]:
-    """A fresh core index from docs, committed once; build time and size."""
+    """A fresh core index from docs, committed once; build time and size. ``expansion_add``
+    None: the product's."""
     shutil.rmtree(path, ignore_errors=True)
     index = _core.Index(
         str(path),
@@ -188,7 +189,7 @@ def build_core(
         "vector_segments": stats["vector_segments"],
         "quantization": quantization,
         "connectivity": connectivity,
-        "expansion_add": expansion_add,
+        "expansion_add": json.loads((path / "backtrail-index.json").read_text())["expansion_add"],
     }
 
 

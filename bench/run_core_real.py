@@ -139,7 +139,11 @@ def real_engine_worker(spec: dict[str, Any]) -> dict[str, Any]:
     path = work / f"index-{spec['engine']}"
     say(f"[{spec['engine']}] building the core index over {len(mask):,} passages ...")
     out["build"] = build_core(
-        path, docs(), quantization=spec["quantization"], connectivity=spec["connectivity"]
+        path,
+        docs(),
+        quantization=spec["quantization"],
+        connectivity=spec["connectivity"],
+        expansion_add=spec["expansion_add"],
     )
     say(
         f"[{spec['engine']}]   {out['build']['docs_per_s']:,.0f} docs/s, "
@@ -315,6 +319,7 @@ def real_section(args: argparse.Namespace) -> dict[str, Any]:
         "expansions": args.expansion,
         "quantization": args.quantization,
         "connectivity": args.connectivity[0],
+        "expansion_add": args.expansion_add,
         "embedding": "embedding" not in args.skip,
         "embed_texts": embed_texts,
         "keep": args.keep,

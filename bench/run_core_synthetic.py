@@ -345,6 +345,7 @@ def scale_section(
             core_docs(corpus.iter_scaled(n), iter(matrix), varied=False),
             quantization=args.quantization,
             connectivity=connectivity,
+            expansion_add=args.expansion_add,
         )
         say(f"[{n:,}]   {build['docs_per_s']:,.0f} docs/s, {common.human_bytes(build['bytes'])}")
         entry = measure_core(path, texts, families, qvecs, exact, ids, embedder, args.expansion)
