@@ -325,7 +325,7 @@ def test_a_topic_nowhere_in_memory_finds_nothing_rather_than_unrelated_pages(
     assert nothing.mode == "hybrid" and nothing.no_match
     assert nothing.results == [] and nothing.next_cursor is None
     assert semantic.find_forgotten("the hiking trails of Patagonia in March").no_match
-    # Close in meaning, or holding every word of the query: found as before.
+    # Close in meaning, or holding the query's words: found as before.
     assert urls_of(semantic.search("keeping a database safe when the machine crashes"))[0] == (
         "https://example.com/wal"
     )

@@ -72,7 +72,7 @@ def render_results(heading: str, page: SearchPage) -> str:
     lines = [heading]
     if page.no_match:
         lines.append("Nothing in memory matches this: no page is close in meaning and none "
-                     "holds all of its words. Try other words, or narrow by site or time.")
+                     "holds half of its words. Try other words, or narrow by site or time.")
     elif not page.results:
         lines.append("No results.")
     for number, r in enumerate(page.results, 1):
