@@ -47,9 +47,9 @@ pub struct OpenOptions {
     /// HNSW degree, used only when the index is created.
     pub connectivity: usize,
     /// HNSW build expansion, used only when the index is created. The default of 400
-    /// gives the graph recall@10 0.96 at search expansion 128 on the real corpus's
-    /// 175,113 passages, where 128 gave 0.92, for three times the graph's build time (a
-    /// hundredth of the time to embed the passages; `bench/README.md`).
+    /// gives the graph recall@10 0.95 at search expansion 128 on the real corpus's
+    /// 175,113 passages, where 128 gave 0.92; indexing them (vectors given) takes 2.2
+    /// times as long, a sixth more once their embedding is counted (`bench/README.md`).
     pub expansion_add: usize,
     /// HNSW search expansion (a run-time setting).
     pub expansion_search: usize,
