@@ -91,7 +91,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--connectivity", type=int, nargs="+", default=[16])
     ap.add_argument("--expansion", type=int, nargs="+", default=[64, 128, 256])
     ap.add_argument(
-        "--expansion-add", type=int, default=None, help="HNSW build expansion (default: the product's)"
+        "--expansion-add",
+        type=int,
+        default=None,
+        help="HNSW build expansion (default: the product's)",
     )
     ap.add_argument(
         "--quantization", default="f16", choices=("i8", "f16", "f32"), help="default: the product's"

@@ -110,7 +110,8 @@ class SearchPage:
     """A page of results; pass ``next_cursor`` (with the same query and filters) for the
     next page. ``lag`` tells how far the index was behind the ledger. ``no_match``: the
     memory holds nothing close to the query (no result is closer in meaning than chance
-    brings an unrelated query in a memory that size, and none holds half its words), so no result is returned rather than unrelated ones."""
+    brings an unrelated query in a memory that size, and none holds half its words), so
+    no result is returned rather than unrelated ones."""
 
     results: list[SearchResult]
     next_cursor: str | None
