@@ -219,10 +219,13 @@ class Index:
     def compact(self) -> None:
         """Merge all segments, dropping deleted documents and dead vectors from disk."""
     def needs_vector_merge(self) -> bool:
-        """True when the latest commit has more vector segments than searches should visit."""
+        """True when the latest commit has more vector segments than searches should visit
+        (two), or segments mostly of superseded vectors."""
     def merge_vectors(self) -> bool:
-        """Merge the smallest vector segments into one, building the graph without the
-        write lock (commits go on meanwhile) and taking it only to publish. False when
+        """Insert the smaller vector segments into the next largest graph (into the
+        largest once they hold an eighth as many vectors), or rebuild a segment of mostly
+        superseded vectors, without the write lock (commits go on meanwhile), taking it
+        only to publish. False when
         there was nothing to merge, another process is merging, or a commit meanwhile
         dropped a chosen segment."""
     def stop_merging(self) -> None:

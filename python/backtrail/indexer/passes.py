@@ -36,11 +36,12 @@ acknowledged is lost. :meth:`Indexer.close` never closes the files under a threa
 is still running: the pass lock then stays held until the process ends, so no other
 process starts the same work meanwhile.
 
-**Vector merges.** Each commit that brings vectors adds a vector segment. Merging the
-small ones rebuilds an HNSW graph, so it runs on its own thread
-beside the indexing thread, at the same low priority, and builds the graph without the
-index's write lock (``_core.Index.merge_vectors``): commits, and so captures becoming
-searchable, never wait for a merge.
+**Vector merges.** Each commit that brings vectors adds a vector segment, and a search
+visits every segment's graph. Past two, the small ones are inserted into the next
+largest graph (or, once they hold an eighth as many vectors, into the largest), so it
+runs on its own thread beside the indexing thread, at the same low priority, and builds
+the graph without the index's write lock (``_core.Index.merge_vectors``): commits, and
+so captures becoming searchable, never wait for a merge.
 
 Ids are in :mod:`~backtrail.indexer.ids`, documents in :mod:`~backtrail.indexer.documents`,
 the watermark in :mod:`~backtrail.indexer.reads`, the locks in :mod:`~backtrail.indexer.locks`.

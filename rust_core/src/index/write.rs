@@ -58,11 +58,16 @@ pub enum Op {
     },
 }
 
-/// [`Index::merge_vectors`] merges vector segments once there are more than this many.
-const MAX_VECTOR_SEGMENTS: usize = 8;
+/// [`Index::merge_vectors`] merges vector segments once there are more than this many:
+/// a search visits every graph, each costing about as much as one graph of them all.
+const MAX_VECTOR_SEGMENTS: usize = 2;
+/// The largest vector segment takes in the others once they hold this fraction (1/n) of
+/// its vectors; until then they go into the next largest. So the largest file is
+/// rewritten only when it grows by that much.
+const ABSORB_FRACTION: u64 = 8;
 /// A commit merges under its lock only past this many (when nobody ran
 /// [`Index::merge_vectors`]), to bound how many graphs a search visits.
-const MAX_SEGMENTS_AT_COMMIT: usize = 3 * MAX_VECTOR_SEGMENTS;
+const MAX_SEGMENTS_AT_COMMIT: usize = 24;
 /// Subdirectory of the vector directory where a merge builds its segment.
 const MERGING_DIR: &str = "merging";
 /// Held (non-blocking) by the one process merging vector segments outside the write lock.
@@ -276,8 +281,9 @@ impl Index {
             || entries as f64 * SPARSE_LIVE_SHARE > snap.searcher.num_docs() as f64)
     }
 
-    /// Merges the smallest vector segments into one (or, with few segments, rebuilds
-    /// those whose vectors are mostly superseded), building the new graph *without*
+    /// Inserts the smaller vector segments' live vectors into a larger segment's graph
+    /// ([`choose_extension`]; or, with few segments, rebuilds those whose vectors are
+    /// mostly superseded), building the new graph *without*
     /// holding the write lock, so commits (and so capture-to-searchable) never wait for a
     /// graph build; the lock is taken only to publish it. Returns false when there was
     /// nothing to merge, another process is merging, or a commit meanwhile dropped a
@@ -294,14 +300,21 @@ impl Index {
             return Ok(false);
         };
         let snap = self.snapshot()?;
-        let mut chosen = choose_merge(&snap.manifest, false);
-        if chosen.len() < 2 || snap.manifest.segments.len() <= MAX_VECTOR_SEGMENTS {
-            chosen = self.sparse_segments(&snap)?;
-            if chosen.is_empty() {
-                return Ok(false);
-            }
+        let (base, mut chosen) = match choose_extension(&snap.manifest) {
+            Some((base, others)) => (Some(base), others),
+            None => (None, self.sparse_segments(&snap)?),
+        };
+        if chosen.is_empty() {
+            return Ok(false);
         }
         let vecs = self.live_vectors_of(&snap, &chosen)?;
+        // Others without live vectors are dropped, leaving the base as it is.
+        let base = base
+            .filter(|_| !vecs.is_empty())
+            .and_then(|id| snap.segments.iter().find(|s| s.id == id));
+        if let Some(base) = base {
+            chosen.push(base.id);
+        }
         let staging = self.vec_dir.join(MERGING_DIR);
         // Only the holder of the merge lock uses it: whatever is there was left by a
         // merger that was killed.
@@ -312,7 +325,14 @@ impl Index {
             None
         } else {
             let cancel = &self.merging_stopped;
-            match Segment::write_unless(&staging, 0, &entries, &self.config, cancel)? {
+            match Segment::write_unless(
+                &staging,
+                0,
+                base.map(|b| &**b),
+                &entries,
+                &self.config,
+                cancel,
+            )? {
                 Some(meta) => Some(meta),
                 None => return Ok(false),
             }
@@ -512,10 +532,24 @@ impl Index {
     }
 }
 
-/// Tantivy's log merge policy, plus: a large segment mostly deleted is rewritten.
-#[derive(Debug, Default)]
+/// Tantivy's log merge policy, merging [`TEXT_MERGE_SEGMENTS`] segments of a size at a
+/// time, plus: a large segment mostly deleted is rewritten.
+#[derive(Debug)]
 struct TextMergePolicy {
     log: LogMergePolicy,
+}
+
+/// Text segments of about the same size merged together (tantivy's default is 8): a
+/// search runs its query once per segment, so fewer segments make every search cheaper,
+/// for a little more merging.
+const TEXT_MERGE_SEGMENTS: usize = 4;
+
+impl Default for TextMergePolicy {
+    fn default() -> Self {
+        let mut log = LogMergePolicy::default();
+        log.set_min_num_segments(TEXT_MERGE_SEGMENTS);
+        TextMergePolicy { log }
+    }
 }
 
 impl MergePolicy for TextMergePolicy {
@@ -547,6 +581,22 @@ fn as_entries(vecs: &[(u64, u64, Vec<f32>)]) -> Vec<Entry<'_>> {
             vector,
         })
         .collect()
+}
+
+/// The vector segment a background merge extends and the segments whose vectors it
+/// takes in, when there are more than [`MAX_VECTOR_SEGMENTS`]: all but the largest go
+/// into the next largest, until together they hold 1/[`ABSORB_FRACTION`] of the largest's
+/// vectors; then the largest takes in all the others.
+fn choose_extension(manifest: &Manifest) -> Option<(u64, Vec<u64>)> {
+    if manifest.segments.len() <= MAX_VECTOR_SEGMENTS {
+        return None;
+    }
+    let mut by_size = manifest.segments.clone();
+    by_size.sort_by_key(|s| std::cmp::Reverse(s.count));
+    let rest: u64 = by_size[1..].iter().map(|s| s.count).sum();
+    let base = usize::from(rest * ABSORB_FRACTION < by_size[0].count);
+    let others = by_size[base + 1..].iter().map(|s| s.id).collect();
+    Some((by_size[base].id, others))
 }
 
 /// The segments a merge takes: every one with `all`, else the smallest, at least two,

@@ -6,6 +6,7 @@
 //! the document in Tantivy still carries the same stamp, which is how replaced and deleted
 //! vectors disappear without rewriting any file.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -93,15 +94,18 @@ impl Segment {
         config: &IndexConfig,
     ) -> Result<SegmentMeta> {
         let never = AtomicBool::new(false);
-        Self::write_unless(dir, id, entries, config, &never)
+        Self::write_unless(dir, id, None, entries, config, &never)
             .map(|meta| meta.expect("not cancelled"))
     }
 
     /// Like [`Segment::write`], but gives up (returning `None`, publishing nothing) soon
-    /// after `cancel` is set.
+    /// after `cancel` is set. With `base`, the new segment is that segment's graph with
+    /// `entries` inserted (replacing its vectors of the same keys): usearch inserts only
+    /// the new vectors, where a rebuild would insert every one again.
     pub fn write_unless(
         dir: &Path,
         id: u64,
+        base: Option<&Segment>,
         entries: &[Entry<'_>],
         config: &IndexConfig,
         cancel: &AtomicBool,
@@ -111,7 +115,25 @@ impl Segment {
             .map_or(1, |n| n.get())
             .min(8);
         let hnsw = HnswIndex::new(&options(config))?;
-        hnsw.reserve_capacity_and_threads(entries.len().max(1), threads)?;
+        let mut sorted: Vec<(u64, u64)> = entries.iter().map(|e| (e.key, e.stamp)).collect();
+        if let Some(base) = base {
+            let corrupt = |e: cxx::Exception| CoreError::IndexCorrupt {
+                path: base.graph_path.clone(),
+                reason: e.to_string(),
+            };
+            hnsw.load_from_buffer(&base.graph).map_err(corrupt)?;
+            hnsw.change_expansion_add(config.expansion_add);
+            let replaced: HashSet<u64> = entries.iter().map(|e| e.key).collect();
+            for key in &replaced {
+                if hnsw.contains(*key) {
+                    hnsw.remove(*key)?;
+                }
+            }
+            sorted.extend(base.entries().filter(|(key, _)| !replaced.contains(key)));
+        }
+        // Removed vectors keep their slots, so the capacity counts the loaded graph's slots.
+        let capacity = hnsw.capacity().max(hnsw.size()) + entries.len();
+        hnsw.reserve_capacity_and_threads(capacity.max(1), threads)?;
         let chunk = entries.len().div_ceil(threads).max(1);
         let insert = |part: &[Entry<'_>]| -> Result<()> {
             for batch in part.chunks(256) {
@@ -142,7 +164,6 @@ impl Segment {
         fsutil::sync_file(&tmp)?;
         fsutil::publish(&tmp, &graph_path)?;
 
-        let mut sorted: Vec<(u64, u64)> = entries.iter().map(|e| (e.key, e.stamp)).collect();
         sorted.sort_unstable();
         let tmp = fsutil::tmp_path(&keys_path);
         let file = File::create(&tmp).map_err(|e| CoreError::io(&tmp, e))?;
@@ -162,7 +183,7 @@ impl Segment {
         fsutil::publish(&tmp, &keys_path)?;
         Ok(Some(SegmentMeta {
             id,
-            count: entries.len() as u64,
+            count: sorted.len() as u64,
         }))
     }
 
