@@ -251,7 +251,7 @@ impl Index {
                 })
                 .collect();
             entries.sort_unstable_by_key(|e| e.key);
-            let meta = Segment::write(&self.vec_dir, stamp, &entries, &self.config)?;
+            let meta = Segment::write(&self.vec_dir, stamp, None, &entries, &self.config)?;
             manifest.segments.push(meta);
             published = Some(stamp);
         }
@@ -300,21 +300,13 @@ impl Index {
             return Ok(false);
         };
         let snap = self.snapshot()?;
-        let (base, mut chosen) = match choose_extension(&snap.manifest) {
-            Some((base, others)) => (Some(base), others),
-            None => (None, self.sparse_segments(&snap)?),
+        let chosen = match choose_extension(&snap.manifest) {
+            Some(extension) => Some(extension),
+            None => Some(None).zip(Some(self.sparse_segments(&snap)?)),
         };
-        if chosen.is_empty() {
+        let Some((base, vecs, chosen)) = self.plan_merge(&snap, chosen)? else {
             return Ok(false);
-        }
-        let vecs = self.live_vectors_of(&snap, &chosen)?;
-        // Others without live vectors are dropped, leaving the base as it is.
-        let base = base
-            .filter(|_| !vecs.is_empty())
-            .and_then(|id| snap.segments.iter().find(|s| s.id == id));
-        if let Some(base) = base {
-            chosen.push(base.id);
-        }
+        };
         let staging = self.vec_dir.join(MERGING_DIR);
         // Only the holder of the merge lock uses it: whatever is there was left by a
         // merger that was killed.
@@ -325,14 +317,7 @@ impl Index {
             None
         } else {
             let cancel = &self.merging_stopped;
-            match Segment::write_unless(
-                &staging,
-                0,
-                base.map(|b| &**b),
-                &entries,
-                &self.config,
-                cancel,
-            )? {
+            match Segment::write_unless(&staging, 0, base, &entries, &self.config, cancel)? {
                 Some(meta) => Some(meta),
                 None => return Ok(false),
             }
@@ -456,16 +441,44 @@ impl Index {
         Ok(())
     }
 
-    /// Under the write lock: rebuilds small vector segments (or, with `all`, every
-    /// segment) into one holding only live vectors, and commits the new manifest.
+    /// The live vectors of the `chosen` segments, the segment whose graph takes them in
+    /// (`None`: a new graph), and every segment the merge replaces; `None` when there is
+    /// nothing to merge.
+    #[allow(clippy::type_complexity)]
+    fn plan_merge<'s>(
+        &self,
+        snap: &'s Snapshot,
+        chosen: Option<(Option<u64>, Vec<u64>)>,
+    ) -> Result<Option<(Option<&'s Segment>, Vec<(u64, u64, Vec<f32>)>, Vec<u64>)>> {
+        let Some((base, mut chosen)) = chosen.filter(|(_, c)| !c.is_empty()) else {
+            return Ok(None);
+        };
+        let vecs = self.live_vectors_of(snap, &chosen)?;
+        // Segments without live vectors are dropped, leaving the base as it is.
+        let base = base
+            .filter(|_| !vecs.is_empty())
+            .and_then(|id| snap.segments.iter().find(|s| s.id == id));
+        if let Some(base) = base {
+            chosen.push(base.id);
+        }
+        Ok(Some((base.map(|b| &**b), vecs, chosen)))
+    }
+
+    /// Under the write lock: inserts the smaller vector segments into a larger one's
+    /// graph ([`choose_extension`]), or with `all` rebuilds every segment into one
+    /// holding only live vectors, and commits the new manifest.
     fn merge_vectors_locked(
         &self,
         tindex: &tantivy::Index,
         manifest: &mut Manifest,
         all: bool,
     ) -> Result<()> {
-        let chosen = choose_merge(manifest, all);
-        if chosen.is_empty() || (!all && chosen.len() < 2) {
+        let chosen = if all {
+            Some((None, manifest.segments.iter().map(|s| s.id).collect()))
+        } else {
+            choose_extension(manifest)
+        };
+        if chosen.is_none() {
             return Ok(());
         }
         let reader: tantivy::IndexReader = tindex
@@ -484,11 +497,13 @@ impl Index {
             )?,
             languages: Vec::new(),
         };
-        let vecs = self.live_vectors_of(&snap, &chosen)?;
+        let Some((base, vecs, chosen)) = self.plan_merge(&snap, chosen)? else {
+            return Ok(());
+        };
         let id = manifest.take_stamp();
         manifest.segments.retain(|s| !chosen.contains(&s.id));
         if !vecs.is_empty() {
-            let meta = Segment::write(&self.vec_dir, id, &as_entries(&vecs), &self.config)?;
+            let meta = Segment::write(&self.vec_dir, id, base, &as_entries(&vecs), &self.config)?;
             manifest.segments.push(meta);
         }
         let mut writer: IndexWriter<TantivyDocument> =
@@ -587,7 +602,7 @@ fn as_entries(vecs: &[(u64, u64, Vec<f32>)]) -> Vec<Entry<'_>> {
 /// takes in, when there are more than [`MAX_VECTOR_SEGMENTS`]: all but the largest go
 /// into the next largest, until together they hold 1/[`ABSORB_FRACTION`] of the largest's
 /// vectors; then the largest takes in all the others.
-fn choose_extension(manifest: &Manifest) -> Option<(u64, Vec<u64>)> {
+fn choose_extension(manifest: &Manifest) -> Option<(Option<u64>, Vec<u64>)> {
     if manifest.segments.len() <= MAX_VECTOR_SEGMENTS {
         return None;
     }
@@ -596,30 +611,7 @@ fn choose_extension(manifest: &Manifest) -> Option<(u64, Vec<u64>)> {
     let rest: u64 = by_size[1..].iter().map(|s| s.count).sum();
     let base = usize::from(rest * ABSORB_FRACTION < by_size[0].count);
     let others = by_size[base + 1..].iter().map(|s| s.id).collect();
-    Some((by_size[base].id, others))
-}
-
-/// The segments a merge takes: every one with `all`, else the smallest, at least two,
-/// until few enough remain or the merge would rebuild too many vectors.
-fn choose_merge(manifest: &Manifest, all: bool) -> Vec<u64> {
-    if all {
-        return manifest.segments.iter().map(|s| s.id).collect();
-    }
-    let mut by_size = manifest.segments.clone();
-    by_size.sort_by_key(|s| s.count);
-    let mut chosen = Vec::new();
-    let mut total = 0;
-    for s in by_size {
-        if chosen.len() >= 2
-            && (manifest.segments.len() - chosen.len() < MAX_VECTOR_SEGMENTS / 2
-                || total + s.count > MAX_MERGE_VECTORS)
-        {
-            break;
-        }
-        total += s.count;
-        chosen.push(s.id);
-    }
-    chosen
+    Some((Some(by_size[base].id), others))
 }
 
 fn commit_with(writer: &mut IndexWriter<TantivyDocument>, manifest: &Manifest) -> Result<u64> {

@@ -148,7 +148,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=50).map(unit).collect();
         let entries = numbered(&vecs, 100, 7);
-        let meta = Segment::write(dir.path(), 3, &entries, &config(Quantization::F32)).unwrap();
+        let meta =
+            Segment::write(dir.path(), 3, None, &entries, &config(Quantization::F32)).unwrap();
         assert_eq!(meta, SegmentMeta { id: 3, count: 50 });
         let seg = Segment::open(dir.path(), 3, 64).unwrap();
         assert_eq!(seg.len(), 50);
@@ -185,6 +186,7 @@ mod tests {
         Segment::write(
             dir.path(),
             6,
+            None,
             &numbered(&vecs, 0, 1),
             &config(Quantization::I8),
         )
@@ -203,7 +205,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=40).map(unit).collect();
         let entries = numbered(&vecs, 0, 1);
-        Segment::write(dir.path(), 9, &entries, &config(Quantization::I8)).unwrap();
+        Segment::write(dir.path(), 9, None, &entries, &config(Quantization::I8)).unwrap();
         let seg = Segment::open(dir.path(), 9, 64).unwrap();
         // The graph is viewed lazily, on the first search: after the files are gone
         // (a merge in another process collected them) the mapping still serves it.
@@ -225,6 +227,7 @@ mod tests {
         Segment::write(
             dir.path(),
             1,
+            None,
             &[Entry {
                 key: 1,
                 stamp: 1,

@@ -86,15 +86,17 @@ fn options(config: &IndexConfig) -> IndexOptions {
 }
 
 impl Segment {
-    /// Builds segment `id` from `entries` (keys must be distinct) and publishes its files.
+    /// Builds segment `id` from `entries` (keys must be distinct), inserted into `base`'s
+    /// graph when given ([`Segment::write_unless`]), and publishes its files.
     pub fn write(
         dir: &Path,
         id: u64,
+        base: Option<&Segment>,
         entries: &[Entry<'_>],
         config: &IndexConfig,
     ) -> Result<SegmentMeta> {
         let never = AtomicBool::new(false);
-        Self::write_unless(dir, id, None, entries, config, &never)
+        Self::write_unless(dir, id, base, entries, config, &never)
             .map(|meta| meta.expect("not cancelled"))
     }
 
