@@ -441,15 +441,13 @@ impl Index {
         Ok(())
     }
 
-    /// The live vectors of the `chosen` segments, the segment whose graph takes them in
-    /// (`None`: a new graph), and every segment the merge replaces; `None` when there is
-    /// nothing to merge.
-    #[allow(clippy::type_complexity)]
+    /// What a merge of `chosen` (the segment whose graph is extended, and those whose
+    /// vectors it takes in) writes; `None` when there is nothing to merge.
     fn plan_merge<'s>(
         &self,
         snap: &'s Snapshot,
         chosen: Option<(Option<u64>, Vec<u64>)>,
-    ) -> Result<Option<(Option<&'s Segment>, Vec<(u64, u64, Vec<f32>)>, Vec<u64>)>> {
+    ) -> Result<Option<MergePlan<'s>>> {
         let Some((base, mut chosen)) = chosen.filter(|(_, c)| !c.is_empty()) else {
             return Ok(None);
         };
@@ -597,6 +595,10 @@ fn as_entries(vecs: &[(u64, u64, Vec<f32>)]) -> Vec<Entry<'_>> {
         })
         .collect()
 }
+
+/// A merge: the segment whose graph takes the vectors in (`None`: a new graph), the live
+/// `(key, stamp, vector)` of the segments merged, and every segment the merge replaces.
+type MergePlan<'s> = (Option<&'s Segment>, Vec<(u64, u64, Vec<f32>)>, Vec<u64>);
 
 /// The vector segment a background merge extends and the segments whose vectors it
 /// takes in, when there are more than [`MAX_VECTOR_SEGMENTS`]: all but the largest go
