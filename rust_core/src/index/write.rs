@@ -61,9 +61,8 @@ pub enum Op {
 /// [`Index::merge_vectors`] merges vector segments once there are more than this many:
 /// a search visits every graph, each costing about as much as one graph of them all.
 const MAX_VECTOR_SEGMENTS: usize = 2;
-/// The largest vector segment takes in the others once they hold this fraction (1/n) of
-/// its vectors; until then they go into the next largest. So the largest file is
-/// rewritten only when it grows by that much.
+/// The largest vector segment takes in the others once they hold 1/this of its vectors
+/// (until then they go into the next largest): its file is rewritten as it grows by that.
 const ABSORB_FRACTION: u64 = 8;
 /// A commit merges under its lock only past this many (when nobody ran
 /// [`Index::merge_vectors`]), to bound how many graphs a search visits.
@@ -164,7 +163,9 @@ impl Index {
         };
         let mut writer: IndexWriter<TantivyDocument> =
             tindex.writer_with_num_threads(threads, budget)?;
-        writer.set_merge_policy(Box::new(TextMergePolicy::default()));
+        let mut log = LogMergePolicy::default();
+        log.set_min_num_segments(TEXT_MERGE_SEGMENTS);
+        writer.set_merge_policy(Box::new(TextMergePolicy { log }));
 
         // Vectors to publish, last one per id wins; and what each id carries after this batch.
         let mut new_vectors: HashMap<u64, &[f32]> = HashMap::new();
@@ -251,8 +252,8 @@ impl Index {
                 })
                 .collect();
             entries.sort_unstable_by_key(|e| e.key);
-            let meta = Segment::write(&self.vec_dir, stamp, None, &entries, &self.config)?;
-            manifest.segments.push(meta);
+            let meta = Segment::write(&self.vec_dir, stamp, None, &entries, &self.config, None)?;
+            manifest.segments.extend(meta);
             published = Some(stamp);
         }
         let opstamp = commit_with(&mut writer, &manifest).inspect_err(|_| {
@@ -301,8 +302,8 @@ impl Index {
         };
         let snap = self.snapshot()?;
         let chosen = match choose_extension(&snap.manifest) {
-            Some(extension) => Some(extension),
-            None => Some(None).zip(Some(self.sparse_segments(&snap)?)),
+            Some(extension) => extension,
+            None => (None, self.sparse_segments(&snap)?),
         };
         let Some((base, vecs, chosen)) = self.plan_merge(&snap, chosen)? else {
             return Ok(false);
@@ -316,8 +317,8 @@ impl Index {
         let built = if entries.is_empty() {
             None
         } else {
-            let cancel = &self.merging_stopped;
-            match Segment::write_unless(&staging, 0, base, &entries, &self.config, cancel)? {
+            let cancel = Some(&self.merging_stopped);
+            match Segment::write(&staging, 0, base, &entries, &self.config, cancel)? {
                 Some(meta) => Some(meta),
                 None => return Ok(false),
             }
@@ -446,11 +447,11 @@ impl Index {
     fn plan_merge<'s>(
         &self,
         snap: &'s Snapshot,
-        chosen: Option<(Option<u64>, Vec<u64>)>,
+        (base, mut chosen): (Option<u64>, Vec<u64>),
     ) -> Result<Option<MergePlan<'s>>> {
-        let Some((base, mut chosen)) = chosen.filter(|(_, c)| !c.is_empty()) else {
+        if chosen.is_empty() {
             return Ok(None);
-        };
+        }
         let vecs = self.live_vectors_of(snap, &chosen)?;
         // Segments without live vectors are dropped, leaving the base as it is.
         let base = base
@@ -471,14 +472,11 @@ impl Index {
         manifest: &mut Manifest,
         all: bool,
     ) -> Result<()> {
-        let chosen = if all {
-            Some((None, manifest.segments.iter().map(|s| s.id).collect()))
-        } else {
-            choose_extension(manifest)
+        let chosen = match choose_extension(manifest) {
+            _ if all => (None, manifest.segments.iter().map(|s| s.id).collect()),
+            Some(extension) => extension,
+            None => return Ok(()),
         };
-        if chosen.is_none() {
-            return Ok(());
-        }
         let reader: tantivy::IndexReader = tindex
             .reader_builder()
             .reload_policy(tantivy::ReloadPolicy::Manual)
@@ -501,8 +499,9 @@ impl Index {
         let id = manifest.take_stamp();
         manifest.segments.retain(|s| !chosen.contains(&s.id));
         if !vecs.is_empty() {
-            let meta = Segment::write(&self.vec_dir, id, base, &as_entries(&vecs), &self.config)?;
-            manifest.segments.push(meta);
+            let entries = as_entries(&vecs);
+            let meta = Segment::write(&self.vec_dir, id, base, &entries, &self.config, None)?;
+            manifest.segments.extend(meta);
         }
         let mut writer: IndexWriter<TantivyDocument> =
             tindex.writer_with_num_threads(1, 15_000_000)?;
@@ -545,25 +544,16 @@ impl Index {
     }
 }
 
-/// Tantivy's log merge policy, merging [`TEXT_MERGE_SEGMENTS`] segments of a size at a
-/// time, plus: a large segment mostly deleted is rewritten.
+/// Tantivy's log merge policy ([`TEXT_MERGE_SEGMENTS`]), plus: a large segment mostly
+/// deleted is rewritten.
 #[derive(Debug)]
 struct TextMergePolicy {
     log: LogMergePolicy,
 }
 
-/// Text segments of about the same size merged together (tantivy's default is 8): a
-/// search runs its query once per segment, so fewer segments make every search cheaper,
-/// for a little more merging.
+/// Text segments of a size merged together (tantivy's default is 8): a search runs its
+/// query once per segment, so fewer make every search cheaper, for a little more merging.
 const TEXT_MERGE_SEGMENTS: usize = 4;
-
-impl Default for TextMergePolicy {
-    fn default() -> Self {
-        let mut log = LogMergePolicy::default();
-        log.set_min_num_segments(TEXT_MERGE_SEGMENTS);
-        TextMergePolicy { log }
-    }
-}
 
 impl MergePolicy for TextMergePolicy {
     fn compute_merge_candidates(&self, segments: &[tantivy::SegmentMeta]) -> Vec<MergeCandidate> {
@@ -596,14 +586,12 @@ fn as_entries(vecs: &[(u64, u64, Vec<f32>)]) -> Vec<Entry<'_>> {
         .collect()
 }
 
-/// A merge: the segment whose graph takes the vectors in (`None`: a new graph), the live
-/// `(key, stamp, vector)` of the segments merged, and every segment the merge replaces.
+/// A merge: the graph extended (`None`: a new one), the live `(key, stamp, vector)` of
+/// the segments merged, and every segment replaced.
 type MergePlan<'s> = (Option<&'s Segment>, Vec<(u64, u64, Vec<f32>)>, Vec<u64>);
 
-/// The vector segment a background merge extends and the segments whose vectors it
-/// takes in, when there are more than [`MAX_VECTOR_SEGMENTS`]: all but the largest go
-/// into the next largest, until together they hold 1/[`ABSORB_FRACTION`] of the largest's
-/// vectors; then the largest takes in all the others.
+/// The segment a merge extends and those whose vectors it takes in, past
+/// [`MAX_VECTOR_SEGMENTS`] (see [`ABSORB_FRACTION`]).
 fn choose_extension(manifest: &Manifest) -> Option<(Option<u64>, Vec<u64>)> {
     if manifest.segments.len() <= MAX_VECTOR_SEGMENTS {
         return None;

@@ -148,9 +148,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=50).map(unit).collect();
         let entries = numbered(&vecs, 100, 7);
-        let meta =
-            Segment::write(dir.path(), 3, None, &entries, &config(Quantization::F32)).unwrap();
-        assert_eq!(meta, SegmentMeta { id: 3, count: 50 });
+        let f32s = config(Quantization::F32);
+        let meta = Segment::write(dir.path(), 3, None, &entries, &f32s, None).unwrap();
+        assert_eq!(meta, Some(SegmentMeta { id: 3, count: 50 }));
         let seg = Segment::open(dir.path(), 3, 64).unwrap();
         assert_eq!(seg.len(), 50);
         assert_eq!(seg.stamp_of(100), Some(7));
@@ -189,6 +189,7 @@ mod tests {
             None,
             &numbered(&vecs, 0, 1),
             &config(Quantization::I8),
+            None,
         )
         .unwrap();
         let (_, keys) = segment::paths(dir.path(), 6);
@@ -205,7 +206,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vecs: Vec<Vec<f32>> = (1..=40).map(unit).collect();
         let entries = numbered(&vecs, 0, 1);
-        Segment::write(dir.path(), 9, None, &entries, &config(Quantization::I8)).unwrap();
+        let i8s = config(Quantization::I8);
+        Segment::write(dir.path(), 9, None, &entries, &i8s, None).unwrap();
         let seg = Segment::open(dir.path(), 9, 64).unwrap();
         // The graph is viewed lazily, on the first search: after the files are gone
         // (a merge in another process collected them) the mapping still serves it.
@@ -234,6 +236,7 @@ mod tests {
                 vector: &v,
             }],
             &config(Quantization::I8),
+            None,
         )
         .unwrap();
         let (_, keys) = segment::paths(dir.path(), 1);

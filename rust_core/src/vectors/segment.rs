@@ -86,32 +86,20 @@ fn options(config: &IndexConfig) -> IndexOptions {
 }
 
 impl Segment {
-    /// Builds segment `id` from `entries` (keys must be distinct), inserted into `base`'s
-    /// graph when given ([`Segment::write_unless`]), and publishes its files.
+    /// Builds segment `id` from `entries` (keys must be distinct) and publishes its files;
+    /// with `base`, from that segment's graph with `entries` inserted (replacing its vectors
+    /// of the same keys), so usearch inserts only the new vectors. With `cancel`, gives up
+    /// (returning `None`, publishing nothing) soon after it is set.
     pub fn write(
         dir: &Path,
         id: u64,
         base: Option<&Segment>,
         entries: &[Entry<'_>],
         config: &IndexConfig,
-    ) -> Result<SegmentMeta> {
-        let never = AtomicBool::new(false);
-        Self::write_unless(dir, id, base, entries, config, &never)
-            .map(|meta| meta.expect("not cancelled"))
-    }
-
-    /// Like [`Segment::write`], but gives up (returning `None`, publishing nothing) soon
-    /// after `cancel` is set. With `base`, the new segment is that segment's graph with
-    /// `entries` inserted (replacing its vectors of the same keys): usearch inserts only
-    /// the new vectors, where a rebuild would insert every one again.
-    pub fn write_unless(
-        dir: &Path,
-        id: u64,
-        base: Option<&Segment>,
-        entries: &[Entry<'_>],
-        config: &IndexConfig,
-        cancel: &AtomicBool,
+        cancel: Option<&AtomicBool>,
     ) -> Result<Option<SegmentMeta>> {
+        let never = AtomicBool::new(false);
+        let cancel = cancel.unwrap_or(&never);
         let (graph_path, keys_path) = paths(dir, id);
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -119,22 +107,16 @@ impl Segment {
         let hnsw = HnswIndex::new(&options(config))?;
         let mut sorted: Vec<(u64, u64)> = entries.iter().map(|e| (e.key, e.stamp)).collect();
         if let Some(base) = base {
-            let corrupt = |e: cxx::Exception| CoreError::IndexCorrupt {
-                path: base.graph_path.clone(),
-                reason: e.to_string(),
-            };
-            hnsw.load_from_buffer(&base.graph).map_err(corrupt)?;
+            hnsw.load_from_buffer(&base.graph)
+                .map_err(|e| base.corrupt(e))?;
             hnsw.change_expansion_add(config.expansion_add);
             let replaced: HashSet<u64> = entries.iter().map(|e| e.key).collect();
-            for key in &replaced {
-                if hnsw.contains(*key) {
-                    hnsw.remove(*key)?;
-                }
+            for &key in replaced.iter().filter(|&&key| hnsw.contains(key)) {
+                hnsw.remove(key)?;
             }
             sorted.extend(base.entries().filter(|(key, _)| !replaced.contains(key)));
         }
-        // Removed vectors keep their slots, so the capacity counts the loaded graph's slots.
-        let capacity = hnsw.capacity().max(hnsw.size()) + entries.len();
+        let capacity = hnsw.capacity() + entries.len(); // removed vectors keep their slots
         hnsw.reserve_capacity_and_threads(capacity.max(1), threads)?;
         let chunk = entries.len().div_ceil(threads).max(1);
         let insert = |part: &[Entry<'_>]| -> Result<()> {
@@ -245,10 +227,7 @@ impl Segment {
         if let Some(hnsw) = self.hnsw.get() {
             return Ok(hnsw);
         }
-        let corrupt = |e: cxx::Exception| CoreError::IndexCorrupt {
-            path: self.graph_path.clone(),
-            reason: e.to_string(),
-        };
+        let corrupt = |e| self.corrupt(e);
         let meta = HnswIndex::metadata_from_buffer(&self.graph).map_err(corrupt)?;
         let hnsw = HnswIndex::new(&meta.into()).map_err(corrupt)?;
         // SAFETY: the mapping lives as long as `self`, and `hnsw` (declared first) is
@@ -256,6 +235,13 @@ impl Segment {
         unsafe { hnsw.view_from_buffer(&self.graph) }.map_err(corrupt)?;
         hnsw.change_expansion_search(self.expansion_search);
         Ok(self.hnsw.get_or_init(|| hnsw))
+    }
+
+    fn corrupt(&self, e: cxx::Exception) -> CoreError {
+        CoreError::IndexCorrupt {
+            path: self.graph_path.clone(),
+            reason: e.to_string(),
+        }
     }
 
     /// Number of vectors in the segment.
