@@ -163,8 +163,9 @@ class Config:
     defer_vectors_to_host: bool = _setting(
         True,
         "While a native host runs (the browser is open), other long-running processes "
-        "(MCP servers) leave embedding the backlog to it and embed only up to their own "
-        "writes, so N assistants do not all spend CPU on the pages the browser sends; "
+        "(MCP servers) leave embedding the backlog and merging vector segments to it and "
+        "embed only up to their own writes, so N assistants do not all spend CPU on the "
+        "pages the browser sends; "
         "with no host running they embed as before. Off: every process helps.",
     )
     indexer_debounce: float = _setting(

@@ -749,8 +749,7 @@ class Indexer:
         while not self._stop.is_set():
             upto = self._vector_limit()
             if upto is not None and self._own_work_done(upto):
-                self._merge_soon()
-                return  # a host runs and indexes the rest
+                return  # a host runs: it indexes the rest and merges
             if not self.run_text(wait=0.0):
                 # Another process is indexing (our changes too); look again later.
                 if self._stop.wait(max(0.2, 2 * self.config.indexer_debounce)):
@@ -764,7 +763,8 @@ class Indexer:
             more = embedder is not None and self._vector_turn(
                 embedder, 0.0, None, _VectorStart(self._mark(), self.embedded), upto
             )
-            self._merge_soon()
+            if upto is None:  # with a host running, merging is its work too
+                self._merge_soon()
             if not more and self._settled(upto, embedder is None):
                 return
             self._stop.wait(_YIELD_SECONDS)  # let other processes take the lock
