@@ -38,10 +38,11 @@ process starts the same work meanwhile.
 
 **Vector merges.** Each commit that brings vectors adds a vector segment, and a search
 visits every segment's graph. Past two, the small ones are inserted into the next
-largest graph (or, once they hold an eighth as many vectors, into the largest), so it
+largest graph (or, once they hold an eighth as many vectors, into the largest). The merge
 runs on its own thread beside the indexing thread, at the same low priority, and builds
 the graph without the index's write lock (``_core.Index.merge_vectors``): commits, and
-so captures becoming searchable, never wait for a merge.
+so captures becoming searchable, never wait for a merge. While a host runs, only the
+host merges.
 
 Ids are in :mod:`~backtrail.indexer.ids`, documents in :mod:`~backtrail.indexer.documents`,
 the watermark in :mod:`~backtrail.indexer.reads`, the locks in :mod:`~backtrail.indexer.locks`.
