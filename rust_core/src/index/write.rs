@@ -319,8 +319,8 @@ impl Index {
         } else {
             let cancel = Some(&self.merging_stopped);
             match Segment::write(&staging, 0, base, &entries, &self.config, cancel)? {
-                Some(meta) => Some(meta),
                 None => return Ok(false),
+                built => built,
             }
         };
         drop(snap);
@@ -472,10 +472,12 @@ impl Index {
         manifest: &mut Manifest,
         all: bool,
     ) -> Result<()> {
-        let chosen = match choose_extension(manifest) {
-            _ if all => (None, manifest.segments.iter().map(|s| s.id).collect()),
-            Some(extension) => extension,
-            None => return Ok(()),
+        let chosen = if all {
+            (None, manifest.segments.iter().map(|s| s.id).collect())
+        } else if let Some(extension) = choose_extension(manifest) {
+            extension
+        } else {
+            return Ok(());
         };
         let reader: tantivy::IndexReader = tindex
             .reader_builder()
