@@ -12,6 +12,7 @@ share answered with no result at all.
     python -m bench.quality --sets python,postgresql   # the Python + PostgreSQL pages
     python -m bench.quality                            # the seven packages
     python -m bench.quality --sets python,postgresql --temporal   # recency and visits
+    python -m bench.quality --bounds   # also what re-ranking the candidates could reach
 
 The store is kept under ``<data>/quality-<sets>/`` and reused (``--rebuild`` starts
 over). Results: a table on stdout and ``bench/results/quality-<time>.json``.
@@ -219,6 +220,33 @@ def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict
             for g, v in sorted(groups.items())}  # fmt: skip
 
 
+POOL = 50
+"""The candidates of each side a search ranks (the core's default pool)."""
+
+
+def bounds(memory: Any, qs: Sequence[dict[str, Any]], ran: dict[str, Any]) -> dict[str, Any]:
+    """What ranking the two signals differently could reach at most: per query the best of
+    the three modes' rankings, chosen with hindsight (MRR@10 / recall@10 per set and kind),
+    and the share of queries with a target among the ``POOL`` best pages of BM25 or of the
+    vectors (what any re-ranking of the candidates could find)."""
+
+    def rank(urls: Sequence[str], q: dict[str, Any]) -> int:
+        return next((i for i, u in enumerate(urls[:10], 1) if u in q["targets"]), 11)
+
+    chosen = [{"urls": min((ran[m][i]["urls"] for m in ("hybrid", "bm25", "vector")),
+                           key=lambda urls, q=q: rank(urls, q))}
+              for i, q in enumerate(qs)]  # fmt: skip
+    pooled: dict[str, list[bool]] = {}
+    for q in qs:
+        if q["kind"] == "absent":
+            continue
+        urls = {r.url for m in ("bm25", "vector")
+                for r in memory.search(q["query"], limit=POOL, mode=m).results}  # fmt: skip
+        pooled.setdefault(q["set"], []).append(bool(urls.intersection(q["targets"])))
+    return {"best_mode_per_query": scores(qs, chosen),
+            "target_in_pool": {g: float(np.mean(v)) for g, v in pooled.items()}}
+
+
 # --------------------------------------------------------------------------- temporal
 
 
@@ -285,6 +313,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--calibrate", action="store_true",
         help="also sweep search_min_similarity (absent topics against the dev sets)",
     )  # fmt: skip
+    ap.add_argument(
+        "--bounds", action="store_true",
+        help="also the best mode per query (with hindsight) and the targets in the pools",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     if unknown := set(sets) - set(SETS):
@@ -298,9 +330,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     with memory:
         ran = run(memory, qs)
         calibrated = calibration(memory, qs) if args.calibrate else None
+        bounded = bounds(memory, qs, ran) if args.bounds else None
     result = {"sets": sets, "queries": len(qs),
               "scores": {m: scores(qs, rows) for m, rows in ran.items()}, "runs": ran,
-              "calibration": calibrated}  # fmt: skip
+              "calibration": calibrated, "bounds": bounded}  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(result, indent=1))
@@ -321,6 +354,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             devs = ", ".join(f"{g} {s['mrr']:.3f} / {s['recall']:.3f}"
                              for g, s in found.items() if g not in ("absent", "floor"))
             out(f"| {base} | {found['floor']:.3f} | {found['absent']['mrr']:.3f} | {devs} |\n")
+    if bounded:
+        out("\n| group | best mode per query (hindsight) | target among the "
+            f"{POOL} best of BM25 or vectors |\n|---|---|---|\n")
+        for g, found in bounded["best_mode_per_query"].items():
+            pool = bounded["target_in_pool"].get(g)
+            cell = "" if pool is None else f"{pool:.3f}"
+            out(f"| {g} | {found['mrr']:.3f} / {found['recall']:.3f} | {cell} |\n")
     say(f"wrote {path}")
 
 
