@@ -220,15 +220,12 @@ def scores(qs: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) -> dict
             for g, v in sorted(groups.items())}  # fmt: skip
 
 
-POOL = 50
-"""The candidates of each side a search ranks (the core's default pool)."""
-
-
 def bounds(memory: Any, qs: Sequence[dict[str, Any]], ran: dict[str, Any]) -> dict[str, Any]:
     """What ranking the two signals differently could reach at most: per query the best of
     the three modes' rankings, chosen with hindsight (MRR@10 / recall@10 per set and kind),
-    and the share of queries with a target among the ``POOL`` best pages of BM25 or of the
-    vectors (what any re-ranking of the candidates could find)."""
+    and the share of queries with a target among the pages of the pools a search ranks
+    (BM25's and the vectors', what any re-ranking of the candidates could find)."""
+    from backtrail.service.search import _POOL_DEPTH as pool
 
     def rank(urls: Sequence[str], q: dict[str, Any]) -> int:
         return next((i for i, u in enumerate(urls[:10], 1) if u in q["targets"]), 11)
@@ -241,10 +238,10 @@ def bounds(memory: Any, qs: Sequence[dict[str, Any]], ran: dict[str, Any]) -> di
         if q["kind"] == "absent":
             continue
         urls = {r.url for m in ("bm25", "vector")
-                for r in memory.search(q["query"], limit=POOL, mode=m).results}  # fmt: skip
+                for r in memory.search(q["query"], limit=pool, mode=m).results}  # fmt: skip
         pooled.setdefault(q["set"], []).append(bool(urls.intersection(q["targets"])))
-    return {"best_mode_per_query": scores(qs, chosen),
-            "target_in_pool": {g: float(np.mean(v)) for g, v in pooled.items()}}
+    return {"best_mode_per_query": scores(qs, chosen), "pool": pool,
+            "target_in_pool": {g: float(np.mean(v)) for g, v in pooled.items()}}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- temporal
@@ -356,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             out(f"| {base} | {found['floor']:.3f} | {found['absent']['mrr']:.3f} | {devs} |\n")
     if bounded:
         out("\n| group | best mode per query (hindsight) | target among the "
-            f"{POOL} best of BM25 or vectors |\n|---|---|---|\n")
+            f"{bounded['pool']} best of BM25 or vectors |\n|---|---|---|\n")
         for g, found in bounded["best_mode_per_query"].items():
             pool = bounded["target_in_pool"].get(g)
             cell = "" if pool is None else f"{pool:.3f}"
