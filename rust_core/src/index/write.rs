@@ -71,7 +71,8 @@ const MAX_SEGMENTS_AT_COMMIT: usize = 24;
 const MERGING_DIR: &str = "merging";
 /// Held (non-blocking) by the one process merging vector segments outside the write lock.
 const MERGE_LOCK: &str = ".backtrail-merge.lock";
-/// Background merges never rebuild more vectors than this in one commit (`compact` does).
+/// A background rebuild of mostly superseded segments takes no more vectors than this in
+/// one commit (`compact` takes them all; an extension inserts only the smaller segments').
 const MAX_MERGE_VECTORS: u64 = 200_000;
 /// A vector segment with less than this share of its vectors live (the rest belong to
 /// re-embedded or deleted documents) is rebuilt by the background merge even when there
