@@ -10,7 +10,8 @@ defaults, after the ledger's ``max_text_bytes`` cut), so the passages are the on
 product would index for these pages.
 
 Outputs (``<data>/real/``, data = $BACKTRAIL_BENCH_DATA or bench/data)
-    pages.jsonl     id, set, url, title, language, method, html_bytes, text
+    pages.jsonl     id, set, url, title, language, method, html_bytes, text, outline
+                    (the extractor's headings: [offset in text, level, words] each)
     passages.jsonl  id, page_id, set, url, domain, title, body, passage_index
 
 Extraction takes a while (two worker processes): finished pages are appended to
@@ -192,6 +193,7 @@ def extract_page(job: tuple[int, str, str, str]) -> dict[str, Any]:
         "method": found.method,
         "html_bytes": len(html),
         "text": found.text,
+        "outline": [[h.offset, h.level, h.text] for h in found.outline],
     }
 
 

@@ -8,6 +8,11 @@ larger than a threshold (trafilatura is slow on huge documents). Scripts, styles
 other non-content elements never reach the text. It never raises on malformed input:
 the worst case is an empty result with ``method == "none"``.
 
+Headings are kept as an outline beside the text (:class:`Heading`: where each heading's
+line starts in the text, its level and its words), so the chunker can break passages at
+sections and give each passage the path of headings it sits under. Sphinx's "¶"
+permalinks at the end of headings and definitions are dropped.
+
 The title comes from ``<title>``, then ``og:title``, then the first ``<h1>``; the
 language from ``<html lang>``, then ``Content-Language`` / ``og:locale`` metadata, then
 trafilatura's metadata, normalised to a lower-case BCP 47 tag such as ``"en-us"``.
@@ -28,6 +33,7 @@ __all__ = [
     "DEFAULT_MIN_TEXT_CHARS",
     "Extracted",
     "ExtractMethod",
+    "Heading",
     "extract_main_text",
     "clean_text",
 ]
@@ -63,17 +69,31 @@ _SPACES_RE = re.compile(r"[^\S\n]+")
 _BLANK_LINES_RE = re.compile(r"\n{3,}")
 _NEWLINES_RE = re.compile(r"\n{2,}")
 _LANG_RE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{1,8})*$")
+_PERMALINK_RE = re.compile(r"[ \t]*\u00b6+[ \t]*$", re.M)
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
 
 
 @dataclass(frozen=True)
+class Heading:
+    """A heading of the main text: its line starts at ``offset`` (in characters) of the
+    text, at ``level`` 1 (``<h1>``) to 6."""
+
+    offset: int
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
 class Extracted:
-    """What :func:`extract_main_text` found. ``text`` is ``""`` when nothing was found."""
+    """What :func:`extract_main_text` found. ``text`` is ``""`` when nothing was found;
+    ``outline`` holds the headings found in it, in order."""
 
     title: str | None
     text: str
     language: str | None
     method: ExtractMethod
+    outline: tuple[Heading, ...] = ()
 
 
 @dataclass
@@ -84,6 +104,7 @@ class _Fast:
     language: str | None
     text: str
     method: ExtractMethod
+    headings: list[RawHeading]
 
     def best_title(self) -> str | None:
         return self.title or self.og_title or self.h1
@@ -116,10 +137,14 @@ def extract_main_text(
                         text=text,
                         language=fast.language or _normalize_language(language),
                         method="trafilatura",
+                        outline=outline(text, fast.headings),
                     )
         else:
             logger.debug("HTML has %d characters; using the fast extractor", len(document))
-        return Extracted(fast.best_title(), fast.text, fast.language, fast.method)
+        return Extracted(
+            fast.best_title(), fast.text, fast.language, fast.method,
+            outline(fast.text, fast.headings),
+        )  # fmt: skip
     except Exception:  # extraction must never take the caller down
         logger.warning("text extraction failed; storing no text", exc_info=True)
         return Extracted(None, "", None, "none")
@@ -135,8 +160,75 @@ def clean_text(text: str) -> str:
     """Normalise extracted text: no control characters or lone surrogates, runs of
     spaces collapsed, lines trimmed, at most one blank line in a row."""
     text = _sanitize(text).replace("\r\n", "\n").replace("\r", "\n")
+    text = _PERMALINK_RE.sub("", text)
     lines = (_SPACES_RE.sub(" ", line).strip() for line in text.split("\n"))
     return _BLANK_LINES_RE.sub("\n\n", "\n".join(lines)).strip()
+
+
+#: One heading of the document: (level, words, the words that follow it).
+RawHeading = tuple[int, str, str]
+
+
+def outline(text: str, headings: list[RawHeading]) -> tuple[Heading, ...]:
+    """The document's headings placed in ``text``, in order: at the line holding the
+    heading's words, else (main-text extractors drop some headings) at the line where the
+    words following the heading begin. A heading found in neither way is left out."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    flat, where = _collapsed(text)
+    found: list[Heading] = []
+    at = 0  # the first line a later heading may take
+    for level, words, after in headings:
+        words = _clean_heading(words)
+        if not words:
+            continue
+        line = next((i for i in range(at, len(lines)) if lines[i] == words), None)
+        if line is None and after:
+            hit = flat.find(after, where_index(where, starts[at] if at < len(starts) else len(text)))
+            if hit >= 0:
+                line = _line_of(starts, where[hit])
+        if line is not None and line >= at:
+            found.append(Heading(starts[line], level, words))
+            at = line + 1
+    return tuple(found)
+
+
+def _collapsed(text: str) -> tuple[str, list[int]]:
+    """``text`` with each run of white space made one space, and the offset in ``text``
+    of each of its characters."""
+    out: list[str] = []
+    where: list[int] = []
+    space = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space and out:
+                out.append(" ")
+                where.append(i)
+            space = True
+        else:
+            out.append(ch)
+            where.append(i)
+            space = False
+    return "".join(out), where
+
+
+def where_index(where: list[int], offset: int) -> int:
+    """The first collapsed position at or after ``offset`` of the original text."""
+    from bisect import bisect_left
+
+    return bisect_left(where, offset)
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    from bisect import bisect_right
+
+    return bisect_right(starts, offset) - 1
+
+
+def _clean_heading(text: str | None) -> str:
+    return _PERMALINK_RE.sub("", _clean_inline(text) or "").strip()
 
 
 def _fast_text(text: str) -> str:
@@ -245,6 +337,7 @@ def _selectolax_extract(tree: Any) -> _Fast:
     h1 = first_text("h1")
     body = tree.body
     text = ""
+    headings: list[RawHeading] = []
     if body is not None:
         for node in body.css(",".join(sorted(_SKIP_TAGS))):
             node.decompose()
@@ -253,8 +346,29 @@ def _selectolax_extract(tree: Any) -> _Fast:
             node.insert_after("\n")
         for node in body.css(",".join(sorted(_CELL_TAGS))):
             node.insert_after(" ")
-        text = _fast_text(body.text(deep=True, separator="", strip=False))
-    return _Fast(title, og_title, h1, language, text, "selectolax")
+        nodes = body.css(",".join(_HEADING_TAGS))
+        for i, node in enumerate(nodes):
+            node.insert_after(f"{_MARK}{i}{_MARK}")
+        marked = body.text(deep=True, separator="", strip=False)
+        headings = _marked_headings(nodes, marked)
+        text = _fast_text(_MARK_RE.sub("", marked))
+    return _Fast(title, og_title, h1, language, text, "selectolax", headings)
+
+
+_MARK = "\ue000"
+_MARK_RE = re.compile(_MARK + r"\d+" + _MARK)
+_AFTER_CHARS = 60
+
+
+def _marked_headings(nodes: list[Any], marked: str) -> list[RawHeading]:
+    """(level, words, the first words after it) of each heading node, read from the page
+    text in which each heading is followed by its numbered mark."""
+    after: dict[int, str] = {}
+    pieces = _MARK_RE.split(marked)
+    numbers = [int(m.group()[1:-1]) for m in _MARK_RE.finditer(marked)]
+    for n, piece in zip(numbers, pieces[1:], strict=True):
+        after[n] = " ".join(_sanitize(piece).split())[:_AFTER_CHARS]
+    return [(int(node.tag[1]), node.text(deep=True), after.get(i, "")) for i, node in enumerate(nodes)]
 
 
 class _TextCollector(HTMLParser):
@@ -270,6 +384,8 @@ class _TextCollector(HTMLParser):
         self.language: str | None = None
         self.meta_language: str | None = None
         self._buffer: list[str] = []
+        self.headings: list[RawHeading] = []
+        self._heading: tuple[str, list[str]] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {name: value or "" for name, value in attrs}
@@ -280,6 +396,8 @@ class _TextCollector(HTMLParser):
         if tag in ("title", "h1") and self.capture is None:
             self.capture = tag
             self._buffer = []
+        if tag in _HEADING_TAGS and self._heading is None:
+            self._heading = (tag, [])
         if tag in _SKIP_TAGS and tag not in _VOID_TAGS:
             self.skip_stack.append(tag)
         elif tag in _BLOCK_TAGS:
@@ -304,6 +422,9 @@ class _TextCollector(HTMLParser):
             elif tag == "h1" and self.h1 is None:
                 self.h1 = value
             self.capture = None
+        if self._heading is not None and tag == self._heading[0]:
+            self.headings.append((int(tag[1]), "".join(self._heading[1]), ""))
+            self._heading = None
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
         elif tag in _CELL_TAGS:
@@ -312,6 +433,8 @@ class _TextCollector(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.capture is not None:
             self._buffer.append(data)
+        if self._heading is not None and not self.skip_stack:
+            self._heading[1].append(data)
         if not self.skip_stack and self.capture != "title":
             self.parts.append(data)
 
@@ -339,4 +462,5 @@ def _htmlparser_extract(document: str) -> _Fast:
         language=collector.language or collector.meta_language,
         text=_fast_text("".join(collector.parts)),
         method="htmlparser",
+        headings=collector.headings,
     )
