@@ -186,7 +186,8 @@ def outline(text: str, headings: list[RawHeading]) -> tuple[Heading, ...]:
             continue
         line = next((i for i in range(at, len(lines)) if lines[i] == words), None)
         if line is None and after:
-            hit = flat.find(after, where_index(where, starts[at] if at < len(starts) else len(text)))
+            begin = starts[at] if at < len(starts) else len(text)
+            hit = flat.find(after, where_index(where, begin))
             if hit >= 0:
                 line = _line_of(starts, where[hit])
         if line is not None and line >= at:
@@ -368,7 +369,9 @@ def _marked_headings(nodes: list[Any], marked: str) -> list[RawHeading]:
     numbers = [int(m.group()[1:-1]) for m in _MARK_RE.finditer(marked)]
     for n, piece in zip(numbers, pieces[1:], strict=True):
         after[n] = " ".join(_sanitize(piece).split())[:_AFTER_CHARS]
-    return [(int(node.tag[1]), node.text(deep=True), after.get(i, "")) for i, node in enumerate(nodes)]
+    return [
+        (int(node.tag[1]), node.text(deep=True), after.get(i, "")) for i, node in enumerate(nodes)
+    ]
 
 
 class _TextCollector(HTMLParser):
