@@ -107,9 +107,55 @@ def _index_with_cached_vectors(memory: Any, data_dir: Path) -> int:
     return cached.missed
 
 
+VARIANT_KEYS = {
+    "breaks": "passages break at sections (documents.SECTION_BREAKS)",
+    "vector_section": "heading paths in the vector text (documents.SECTION_IN_VECTOR)",
+    "section_boost": "BM25 weight of the section field (0: not searched)",
+    "drop_stop_words": "stop words left out of scoring (1/0)",
+}
+"""What ``--variant`` may set, to measure each part of the passages' structure alone."""
+
+
+def parse_variant(text: str) -> dict[str, float]:
+    """``breaks=0,section_boost=0.3`` as a dict (values as numbers)."""
+    out: dict[str, float] = {}
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        if key not in VARIANT_KEYS:
+            raise SystemExit(f"unknown variant key {key!r}: one of {', '.join(VARIANT_KEYS)}")
+        out[key] = float(value)
+    return out
+
+
+def apply_variant(variant: dict[str, float]) -> dict[str, Any]:
+    """Sets the chunking switches of ``variant`` and returns its search options."""
+    from backtrail.indexer import documents
+
+    documents.SECTION_BREAKS = bool(variant.get("breaks", documents.SECTION_BREAKS))
+    documents.SECTION_IN_VECTOR = bool(variant.get("vector_section", documents.SECTION_IN_VECTOR))
+    options: dict[str, Any] = {}
+    if "section_boost" in variant:
+        options["section_boost"] = variant["section_boost"]
+    if "drop_stop_words" in variant:
+        options["drop_stop_words"] = bool(variant["drop_stop_words"])
+    return options
+
+
+def with_options(memory: Any, options: dict[str, Any]) -> None:
+    """Every search of ``memory`` runs with the core ``options`` added (the bench's hook)."""
+    if options:
+        plain = memory._options  # noqa: SLF001
+        memory._options = lambda request: {**plain(request), **options}  # noqa: SLF001
+
+
 def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
     """The service over a store holding every page of ``sets``, indexed with vectors."""
-    home = data_dir / ("quality-" + "+".join(sets))
+    from backtrail.indexer import documents
+
+    chunking = ("" if documents.SECTION_BREAKS else "-flat") + (
+        "" if documents.SECTION_IN_VECTOR else "-plainvec"
+    )
+    home = data_dir / ("quality-" + "+".join(sets) + chunking)
     ready = home / "ready"
     # Every page is captured at the store's clock, once, so time decay and visits weigh
     # alike for all and relevance decides.
@@ -121,7 +167,8 @@ def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
     with memory.batch():
         for page in pages:
             memory.capture_page(page["url"], text=page["text"], title=page["title"],
-                                language=page.get("language"))  # fmt: skip
+                                language=page.get("language"),
+                                outline=[tuple(h) for h in page.get("outline") or ()])  # fmt: skip
             progress.add(1)
     progress.add(0, force=True)
     t0 = time.perf_counter()
@@ -314,7 +361,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--bounds", action="store_true",
         help="also the best mode per query (with hindsight) and the targets in the pools",
     )  # fmt: skip
+    ap.add_argument(
+        "--variant", default="",
+        help="measure one part alone, e.g. breaks=0,vector_section=0,section_boost=0,"
+        "drop_stop_words=0 (" + "; ".join(f"{k}: {v}" for k, v in VARIANT_KEYS.items()) + ")",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    options = apply_variant(parse_variant(args.variant))
     sets = [s for s in args.sets.split(",") if s]
     if unknown := set(sets) - set(SETS):
         ap.error(f"unknown sets: {', '.join(sorted(unknown))}")
@@ -323,12 +376,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.write(json.dumps(found) + "\n")
         return
     memory = open_store(DATA_DIR, sets, args.rebuild)
+    with_options(memory, options)
     qs = queries(args.eval_dir, {page["url"] for page in corpus_pages(DATA_DIR, sets)})
     with memory:
         ran = run(memory, qs)
         calibrated = calibration(memory, qs) if args.calibrate else None
         bounded = bounds(memory, qs, ran) if args.bounds else None
-    result = {"sets": sets, "queries": len(qs),
+    result = {"sets": sets, "variant": args.variant, "queries": len(qs),
               "scores": {m: scores(qs, rows) for m, rows in ran.items()}, "runs": ran,
               "calibration": calibrated, "bounds": bounded}  # fmt: skip
     RESULTS.mkdir(exist_ok=True)

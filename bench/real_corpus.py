@@ -12,7 +12,8 @@ product would index for these pages.
 Outputs (``<data>/real/``, data = $BACKTRAIL_BENCH_DATA or bench/data)
     pages.jsonl     id, set, url, title, language, method, html_bytes, text, outline
                     (the extractor's headings: [offset in text, level, words] each)
-    passages.jsonl  id, page_id, set, url, domain, title, body, passage_index
+    passages.jsonl  id, page_id, set, url, domain, title, section, body, passage_index
+                    (``passages-flat.jsonl`` when ``documents.SECTION_BREAKS`` is off)
 
 Extraction takes a while (two worker processes): finished pages are appended to
 ``pages.jsonl.partial`` as they come, so a killed run resumes where it stopped; progress
@@ -251,17 +252,26 @@ def passage_settings() -> dict[str, int]:
     }
 
 
+def passages_file() -> str:
+    """The passages' file name for the indexer's chunking (sections or not)."""
+    from backtrail.indexer import documents
+
+    return PASSAGES_FILE if documents.SECTION_BREAKS else "passages-flat.jsonl"
+
+
 def page_passages(page: dict[str, Any], settings: dict[str, int]) -> list[dict[str, Any]]:
     """The passages Backtrail's indexer would make of a page, as bench records."""
-    from backtrail.indexer import chunk_text
+    from backtrail.indexer.documents import section_chunks
 
     text = page["text"]
     cut = text.encode("utf-8")[: settings["max_text_bytes"]]
     if len(cut) < len(text.encode("utf-8")):  # the ledger's cut, on a character boundary
         text = cut.decode("utf-8", errors="ignore")
-    chunks = chunk_text(
-        text, settings["passage_chars"], settings["passage_overlap"], settings["max_passages"]
-    )
+    outline = [tuple(h) for h in page.get("outline") or () if h[0] <= len(text)]
+    chunks = section_chunks(
+        text, outline, page["title"], settings["passage_chars"], settings["passage_overlap"],
+        settings["max_passages"],
+    )  # fmt: skip
     domain = urlsplit(page["url"]).hostname or ""
     return [
         {
@@ -271,17 +281,18 @@ def page_passages(page: dict[str, Any], settings: dict[str, int]) -> list[dict[s
             "url": page["url"],
             "domain": domain,
             "title": page["title"],
+            "section": section,
             "body": body,
             "passage_index": i,
         }
-        for i, body in enumerate(chunks)
+        for i, (section, body) in enumerate(chunks)
     ]
 
 
 def build(data_dir: Path = DATA_DIR, *, workers: int = 2) -> tuple[Path, Path]:
     """pages.jsonl and passages.jsonl of the real corpus (each built only when missing)."""
     pages_path = extract_all(data_dir, workers=workers)
-    passages_path = real_dir(data_dir) / PASSAGES_FILE
+    passages_path = real_dir(data_dir) / passages_file()
     if not passages_path.exists():
         settings = passage_settings()
         write_jsonl(
@@ -305,7 +316,8 @@ def embedding_text(p: dict[str, Any]) -> str:
     """What the indexer embeds for a passage: ``backtrail.indexer.embedding_text``."""
     from backtrail.indexer import embedding_text as product_embedding_text
 
-    return product_embedding_text({"title": p["title"], "body": p["body"]})  # type: ignore[arg-type]
+    doc = {"title": p["title"], "section": p.get("section", ""), "body": p["body"]}
+    return product_embedding_text(doc)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- report

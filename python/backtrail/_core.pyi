@@ -51,6 +51,9 @@ class Document(TypedDict, total=False):
     domain: str  # host name; filters match it and its parent domains
     title: str
     body: str
+    # The headings the text sits under on its page, outermost first ("Options › Notes"):
+    # searched as a field of its own (section_boost); empty when none.
+    section: str
     parent: int  # the page a passage belongs to (grouping key); defaults to id
     first_seen: int  # unix seconds
     last_seen: int  # unix seconds
@@ -109,6 +112,10 @@ class SearchOptions(TypedDict, total=False):
     vector_z_clip: float  # zscore fusion: clip the similarity's z to +-this (0, default: off)
     rrf_k: float  # default 60
     title_boost: float  # BM25 weight of the title field relative to body
+    section_boost: float  # BM25 weight of the section field relative to body
+    # Leave stop words ("how do I", "what is the") out of scoring (default True); they
+    # are never highlighted in snippets either way.
+    drop_stop_words: bool
     proximity_boost: float  # bonus for bodies holding the words in order, close (default 2)
     common_word_share: float  # words in more docs than this share rank the others' best (0.2)
     decay_half_life_days: float  # 0 disables time decay

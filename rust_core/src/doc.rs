@@ -87,6 +87,9 @@ pub struct Document {
     pub title: String,
     /// Main text.
     pub body: String,
+    /// The headings the text sits under on its page, outermost first (e.g. `Options ›
+    /// Connection Options`); searched as a field of its own, empty when none.
+    pub section: String,
     /// Grouping key: the page a passage belongs to. Defaults to `id`.
     pub parent: u64,
     /// First time seen, unix seconds.
@@ -112,6 +115,7 @@ impl Document {
             domain: String::new(),
             title: String::new(),
             body: String::new(),
+            section: String::new(),
             parent: id,
             first_seen: 0,
             last_seen: 0,
@@ -153,14 +157,20 @@ impl Document {
 
     /// A hash of the text the vector is computed from; a changed hash drops the vector.
     pub fn text_hash(&self) -> u64 {
-        text_hash(&self.title, &self.body)
+        text_hash(&self.title, &self.section, &self.body)
     }
 }
 
-/// Hash of title and body (FNV-1a, stable across processes and versions).
-pub fn text_hash(title: &str, body: &str) -> u64 {
+/// Hash of title, section and body (FNV-1a, stable across processes and versions; an
+/// empty section hashes as title and body alone did before sections existed).
+pub fn text_hash(title: &str, section: &str, body: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in title.bytes().chain([0xff]).chain(body.bytes()) {
+    let section = (!section.is_empty()).then_some(section.bytes().chain([0xfe]));
+    let head = title.bytes().chain([0xff]);
+    for b in head
+        .chain(section.into_iter().flatten())
+        .chain(body.bytes())
+    {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -234,7 +244,8 @@ mod tests {
 
     #[test]
     fn text_hash_changes_with_title_or_body() {
-        assert_ne!(text_hash("a", "b"), text_hash("ab", ""));
-        assert_eq!(text_hash("a", "b"), text_hash("a", "b"));
+        assert_ne!(text_hash("a", "", "b"), text_hash("ab", "", ""));
+        assert_eq!(text_hash("a", "", "b"), text_hash("a", "", "b"));
+        assert_ne!(text_hash("a", "s", "b"), text_hash("a", "", "b"));
     }
 }

@@ -106,9 +106,9 @@ impl IndexConfig {
     pub const FILE_NAME: &'static str = "backtrail-index.json";
     /// Current directory format. Raised whenever the schema or the text analysis changes
     /// (format 2 stems words by script, format 3 Latin-script words by the page's
-    /// language), so an index analysed the old way is reported corrupt and rebuilt rather
-    /// than searched with terms it does not hold.
-    pub const FORMAT: u32 = 3;
+    /// language, format 4 adds the section field), so an index analysed the old way is
+    /// reported corrupt and rebuilt rather than searched with terms it does not hold.
+    pub const FORMAT: u32 = 4;
 
     /// Reads the settings of an existing index.
     pub fn load(dir: &Path) -> Result<IndexConfig> {

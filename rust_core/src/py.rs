@@ -381,13 +381,14 @@ where
     }
 }
 
-const DOC_FIELDS: [&str; 12] = [
+const DOC_FIELDS: [&str; 13] = [
     "id",
     "kind",
     "url",
     "domain",
     "title",
     "body",
+    "section",
     "parent",
     "first_seen",
     "last_seen",
@@ -412,6 +413,7 @@ fn document_from(d: &Bound<'_, PyDict>) -> PyResult<Document> {
     doc.domain = field(d, "domain")?.unwrap_or_default();
     doc.title = field(d, "title")?.unwrap_or_default();
     doc.body = field(d, "body")?.unwrap_or_default();
+    doc.section = field(d, "section")?.unwrap_or_default();
     doc.parent = field(d, "parent")?.unwrap_or(0);
     doc.first_seen = field(d, "first_seen")?.unwrap_or(0);
     doc.last_seen = field(d, "last_seen")?.unwrap_or(doc.first_seen);
@@ -429,6 +431,7 @@ fn document_to<'py>(py: Python<'py>, doc: &Document) -> PyResult<Bound<'py, PyDi
     d.set_item("domain", &doc.domain)?;
     d.set_item("title", &doc.title)?;
     d.set_item("body", &doc.body)?;
+    d.set_item("section", &doc.section)?;
     d.set_item("parent", doc.parent)?;
     d.set_item("first_seen", doc.first_seen)?;
     d.set_item("last_seen", doc.last_seen)?;
@@ -503,6 +506,8 @@ fn search_options(d: &Bound<'_, PyDict>) -> PyResult<SearchOptions> {
             "coverage_weighting" => o.rank.coverage_weighting = value.extract().map_err(bad)?,
             "coverage_depth" => o.coverage_depth = value.extract().map_err(bad)?,
             "title_boost" => o.title_boost = value.extract().map_err(bad)?,
+            "section_boost" => o.section_boost = value.extract().map_err(bad)?,
+            "drop_stop_words" => o.drop_stop_words = value.extract().map_err(bad)?,
             "proximity_boost" => o.proximity_boost = value.extract().map_err(bad)?,
             "common_word_share" => o.common_word_share = value.extract().map_err(bad)?,
             "decay_half_life_days" => o.rank.decay_half_life_days = value.extract().map_err(bad)?,

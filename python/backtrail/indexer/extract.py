@@ -24,7 +24,7 @@ import logging
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from backtrail.errors import InvalidInput
 
@@ -74,10 +74,9 @@ _HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
 
 
-@dataclass(frozen=True)
-class Heading:
+class Heading(NamedTuple):
     """A heading of the main text: its line starts at ``offset`` (in characters) of the
-    text, at ``level`` 1 (``<h1>``) to 6."""
+    text, at ``level`` 1 (``<h1>``) to 6. A plain tuple, as the ledger stores it."""
 
     offset: int
     level: int

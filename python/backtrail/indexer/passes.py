@@ -428,7 +428,8 @@ class Indexer:
                 try:
                     found = extract_main_text(raw.html, raw.url)
                     self._ledger.complete_capture(
-                        raw, text=found.text, title=found.title, language=found.language
+                        raw, text=found.text, title=found.title, language=found.language,
+                        outline=found.outline,
                     )
                     logger.debug("extracted queued capture %d", raw.id)
                 except BacktrailError:

@@ -277,7 +277,8 @@ class ActionQueue:
                 logger.exception("could not extract queued capture %d", raw.id)
                 continue
             self._ledger.complete_capture(
-                raw, text=found.text, title=found.title, language=found.language
+                raw, text=found.text, title=found.title, language=found.language,
+                        outline=found.outline,
             )
             done += 1
         if done:

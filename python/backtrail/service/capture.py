@@ -60,8 +60,10 @@ class CaptureOps(MemoryBase):
         language: str | None = None,
         captured_at: int | None = None,
         visit: VisitInfo | Mapping[str, Any] | None = None,
+        outline: Sequence[Sequence[Any]] | None = None,
     ) -> CaptureReceipt:
-        """Store a page's main text: give ``text``, or ``html`` to extract it from.
+        """Store a page's main text: give ``text`` (with its headings, ``outline``:
+        ``(offset, level, words)`` each, if known), or ``html`` to extract both from.
         Refuses with ``Paused`` while capture is paused and ``Excluded`` for URLs that
         match an exclusion rule. ``title``/``language`` override what the HTML says.
         With ``visit`` a visit is recorded in the same transaction. Returns once the
@@ -70,12 +72,12 @@ class CaptureOps(MemoryBase):
         info = _visit_info(visit)
         if html is not None and text is None and self.config.defer_extraction:
             return self._queue_capture(url, html, title, language, captured_at, info)
-        body, found_title, found_language = self._main_text(url, html, text)
+        body, found_title, found_language, headings = self._main_text(url, html, text)
         with self._ledger.transaction():
             result = self._ledger.capture_page(
                 url, text=body, title=title if title is not None else found_title,
                 language=language if language is not None else found_language,
-                captured_at=captured_at,
+                captured_at=captured_at, outline=outline if text is not None else headings,
             )  # fmt: skip
             visit_id = None
             if info is not None:
@@ -132,20 +134,20 @@ class CaptureOps(MemoryBase):
 
     def _main_text(
         self, url: str, html: object, text: object
-    ) -> tuple[str, str | None, str | None]:
+    ) -> tuple[str, str | None, str | None, tuple[Any, ...]]:
         if (html is None) == (text is None):
             raise InvalidInput("text", "give exactly one of html or text")
         limit = self.config.max_capture_bytes
         if text is not None:
             _utf8_size(text, "text", limit)
-            return str(text), None, None
+            return str(text), None, None, ()
         if isinstance(html, bytes):
             if len(html) > limit:
                 raise LimitExceeded("html", limit, len(html), "bytes")
         else:
             _utf8_size(html, "html", limit)
         extracted = extract_main_text(html, url)  # type: ignore[arg-type]
-        return extracted.text, extracted.title, extracted.language
+        return extracted.text, extracted.title, extracted.language, extracted.outline
 
     def record_visit(
         self,

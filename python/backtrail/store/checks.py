@@ -107,6 +107,37 @@ def title(value: object, field: str, max_chars: int) -> str | None:
     return cleaned[:max_chars] or None
 
 
+MAX_OUTLINE_HEADINGS = 5_000
+"""Most headings kept of one page version's outline (the first ones)."""
+MAX_HEADING_CHARS = 300
+
+
+def outline(value: object, text_chars: int, field: str = "outline") -> str | None:
+    """A text's headings as the ledger stores them: JSON ``[[offset, level, words], ...]``
+    in text order, or None for none. Each entry is ``(offset, level, words)`` with
+    ``0 <= offset <= text_chars``, ``1 <= level <= 6`` and the words cleaned as a title
+    (URLs scrubbed); headings past the (possibly cut) text are left out."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(field, f"must be a list of headings, not {_type_name(value)}")
+    kept: list[list[object]] = []
+    last = 0
+    for entry in value[:MAX_OUTLINE_HEADINGS]:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise InvalidInput(field, "each heading must be [offset, level, words]")
+        offset, level, words = entry
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < last:
+            raise InvalidInput(field, "heading offsets must be integers in text order")
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 6:
+            raise InvalidInput(field, "heading levels must be integers from 1 to 6")
+        clean = title(words, field, MAX_HEADING_CHARS)
+        last = offset
+        if offset <= text_chars and clean:
+            kept.append([offset, level, clean])
+    return json.dumps(kept, ensure_ascii=False) if kept else None
+
+
 def language(value: object, field: str = "language") -> str | None:
     """A BCP 47 language tag from page metadata, lower-cased (``en_US`` -> ``en-us``).
     Web metadata is often junk (``"en-US,fr"``, ``"{{lang}}"``): anything that is not a

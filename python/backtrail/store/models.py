@@ -82,8 +82,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class Page:
-    """A page, identified by its canonical URL. ``text`` is the current version's text,
-    filled only when asked for (``with_text=True``)."""
+    """A page, identified by its canonical URL. ``text`` (and ``outline``) is the current
+    version's, filled only when asked for (``with_text=True``)."""
 
     id: int
     url: str
@@ -98,6 +98,9 @@ class Page:
     current_version: int | None
     last_captured_at: int | None
     text: str | None = None
+    outline: tuple[tuple[int, int, str], ...] = ()
+    """The current version's headings, ``(offset in text, level, words)`` each, filled
+    with ``text``."""
 
 
 @dataclass(frozen=True)

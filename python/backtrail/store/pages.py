@@ -8,6 +8,7 @@ visited or captured. Captured text is kept in versions (see
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import zlib
 from collections.abc import Iterable, Sequence
@@ -49,12 +50,20 @@ _VISIT_COLUMNS = (
 )
 
 
-def _page(row: sqlite3.Row, text: str | None = None) -> Page:
-    return Page(**{key: row[key] for key in row.keys() if key != "text"}, text=text)
+def _page(row: sqlite3.Row, text: str | None = None, outline: str | None = None) -> Page:
+    values = {key: row[key] for key in row.keys() if key not in ("text", "outline")}
+    return Page(**values, text=text, outline=_headings(outline))
+
+
+def _headings(outline: str | None) -> tuple[tuple[int, int, str], ...]:
+    """A stored outline as (offset, level, words) tuples."""
+    if not outline:
+        return ()
+    return tuple((int(o), int(lv), str(w)) for o, lv, w in json.loads(outline))
 
 
 def _version(row: sqlite3.Row, with_text: bool = False) -> PageVersion:
-    values = {key: row[key] for key in row.keys() if key != "text"}
+    values = {key: row[key] for key in row.keys() if key not in ("text", "outline")}
     values["truncated"] = bool(values["truncated"])
     return PageVersion(**values, text=row["text"] if with_text else None)
 
@@ -92,8 +101,10 @@ class PagesMixin(LedgerCore):
         title: str | None = None,
         language: str | None = None,
         captured_at: int | None = None,
+        outline: Sequence[Sequence[Any]] | None = None,
     ) -> CaptureResult:
-        """Store the main text of the page at ``url``.
+        """Store the main text of the page at ``url`` (and its headings: ``outline``,
+        ``(offset, level, words)`` each, :func:`~backtrail.store.checks.outline`).
 
         The first capture creates version 1 (outcome ``created``); later captures are
         ``unchanged`` (same normalised text), ``updated`` (minor change: the current
@@ -112,6 +123,7 @@ class PagesMixin(LedgerCore):
         )
         clean_title = checks.title(title, "title", limits.max_title_chars)
         clean_language = checks.language(language)
+        headings = checks.outline(outline, len(body))
         at = self._now() if captured_at is None else checks.timestamp(captured_at, "captured_at")
         digest = content_hash(body)
         size = len(body.encode("utf-8"))
@@ -131,16 +143,17 @@ class PagesMixin(LedgerCore):
                 version = 1 if page["current_version"] is None else page["current_version"] + 1
                 self._insert_version(
                     conn, page_id, version, clean_title, clean_language, body, digest, size,
-                    truncated, at,
+                    truncated, at, headings,
                 )  # fmt: skip
             elif current["content_hash"] == digest:
-                # A capture without title/language keeps the stored ones.
-                new_meta = (clean_title or current["title"], clean_language or current["language"])
-                changed = (current["title"], current["language"]) != new_meta
+                # A capture without title/language/outline keeps the stored ones.
+                new_meta = (clean_title or current["title"], clean_language or current["language"],
+                            headings or current["outline"])  # fmt: skip
+                changed = (current["title"], current["language"], current["outline"]) != new_meta
                 outcome = "updated" if changed else "unchanged"
                 version = current["version"]
                 conn.execute(
-                    "UPDATE page_versions SET title = ?, language = ?, "
+                    "UPDATE page_versions SET title = ?, language = ?, outline = ?, "
                     "updated_at = MAX(updated_at, ?) WHERE id = ?",
                     (*new_meta, at, current["id"]),
                 )
@@ -149,17 +162,17 @@ class PagesMixin(LedgerCore):
                 version = current["version"]
                 conn.execute(
                     "UPDATE page_versions SET title = ?, language = ?, text = ?, "
-                    "content_hash = ?, text_bytes = ?, truncated = ?, "
+                    "content_hash = ?, text_bytes = ?, truncated = ?, outline = ?, "
                     "updated_at = MAX(updated_at, ?) WHERE id = ?",
                     (clean_title or current["title"], clean_language or current["language"],
-                     body, digest, size, int(truncated), at, current["id"]),
+                     body, digest, size, int(truncated), headings, at, current["id"]),
                 )  # fmt: skip
             else:
                 outcome = "new_version"
                 version = current["version"] + 1
                 self._insert_version(
                     conn, page_id, version, clean_title, clean_language, body, digest, size,
-                    truncated, at,
+                    truncated, at, headings,
                 )  # fmt: skip
                 pruned = self._prune_versions(conn, page_id, version)
             conn.execute(
@@ -264,7 +277,13 @@ class PagesMixin(LedgerCore):
             return int(conn.execute("SELECT COUNT(*) FROM raw_captures").fetchone()[0])
 
     def complete_capture(
-        self, raw: RawCapture, *, text: str, title: str | None, language: str | None
+        self,
+        raw: RawCapture,
+        *,
+        text: str,
+        title: str | None,
+        language: str | None,
+        outline: Sequence[Sequence[Any]] | None = None,
     ) -> CaptureResult | None:
         """Store the extracted text of a queued capture as :meth:`capture_page` does and
         drop the raw HTML, in one transaction. None when the queued row is gone (forgotten,
@@ -278,7 +297,7 @@ class PagesMixin(LedgerCore):
                 return None
             return self.capture_page(
                 raw.url, text=text, title=raw.title or title,
-                language=raw.language or language, captured_at=raw.captured_at,
+                language=raw.language or language, captured_at=raw.captured_at, outline=outline,
             )  # fmt: skip
 
     def drop_capture(self, raw_id: int) -> None:
@@ -311,12 +330,15 @@ class PagesMixin(LedgerCore):
         size: int,
         truncated: bool,
         at: int,
+        outline: str | None,
     ) -> None:
         conn.execute(
             "INSERT INTO page_versions (page_id, version, title, language, text, content_hash, "
-            "text_bytes, truncated, captured_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (page_id, version, title, language, text, digest, size, int(truncated), at, at),
-        )
+            "text_bytes, truncated, captured_at, updated_at, outline) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (page_id, version, title, language, text, digest, size, int(truncated), at, at,
+             outline),
+        )  # fmt: skip
 
     def _prune_versions(self, conn: sqlite3.Connection, page_id: int, newest: int) -> int:
         keep_from = newest - self._limits.max_versions_per_page + 1
@@ -532,14 +554,15 @@ class PagesMixin(LedgerCore):
             page = row.fetchone()
             if page is None:
                 raise PageNotFound(value)
-            text = None
+            text = outline = None
             if with_text and page["current_version"] is not None:
-                text = conn.execute(
-                    "SELECT text FROM page_versions WHERE page_id = ? AND version = ?",
+                version = conn.execute(
+                    "SELECT text, outline FROM page_versions WHERE page_id = ? AND version = ?",
                     (page["id"], page["current_version"]),
-                ).fetchone()["text"]
+                ).fetchone()
+                text, outline = version["text"], version["outline"]
         self._log_read("page.read", "page", page["id"])
-        return _page(page, text)
+        return _page(page, text, outline)
 
     def pages_by_id(self, page_ids: Sequence[int], *, with_text: bool = False) -> dict[int, Page]:
         """The pages that still exist among ``page_ids`` (for the indexer); missing ids
@@ -550,19 +573,18 @@ class PagesMixin(LedgerCore):
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                text_column = (
-                    "(SELECT text FROM page_versions v WHERE v.page_id = p.id "
-                    "AND v.version = p.current_version) AS text"
+                text_columns = (
+                    "v.text AS text, v.outline AS outline FROM pages p LEFT JOIN page_versions v "
+                    "ON v.page_id = p.id AND v.version = p.current_version"
                     if with_text
-                    else "NULL AS text"
+                    else "NULL AS text, NULL AS outline FROM pages p"
                 )
                 columns = ", ".join(f"p.{name.strip()}" for name in _PAGE_COLUMNS.split(","))
                 rows = conn.execute(
-                    f"SELECT {columns}, {text_column} FROM pages p WHERE p.id IN ({marks})",
-                    chunk,
+                    f"SELECT {columns}, {text_columns} WHERE p.id IN ({marks})", chunk
                 )
                 for row in rows:
-                    result[row["id"]] = _page(row, row["text"])
+                    result[row["id"]] = _page(row, row["text"], row["outline"])
         return result
 
     def get_page_version(

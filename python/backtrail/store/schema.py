@@ -16,6 +16,9 @@ Version history:
 3. ``raw_captures``: captured HTML waiting for main-text extraction.
 4. ``actions``: browser actions an assistant proposed (group or close tabs, capture a
    tab, create a bookmark), their status and outcome (see :mod:`backtrail.store.actions`).
+5. ``notes.author``: the assistant that wrote a note.
+6. ``page_versions.outline``: the headings of a version's text (JSON ``[[offset, level,
+   words], ...]``), so passages can break at sections and carry their heading path.
 """
 
 from __future__ import annotations
@@ -291,8 +294,13 @@ def _migrate_5(conn: sqlite3.Connection, now: int) -> None:
     )
 
 
+def _migrate_6(conn: sqlite3.Connection, now: int) -> None:
+    """Page versions keep their text's headings (NULL: captured before outlines)."""
+    conn.execute("ALTER TABLE page_versions ADD COLUMN outline TEXT")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [
-    _migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5,
+    _migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5, _migrate_6,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 

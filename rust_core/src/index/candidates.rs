@@ -45,7 +45,7 @@ impl Index {
             &mut own
         };
         let mut found = FxHashSet::default();
-        for text in [&doc.title, &doc.body] {
+        for text in [&doc.title, &doc.section, &doc.body] {
             let mut stream = analyzer.token_stream(text);
             while let Some(t) = tantivy::tokenizer::TokenStream::next(&mut stream) {
                 found.insert(t.text.clone());
@@ -92,12 +92,12 @@ impl Index {
             let q = filtered(full.box_clone(), filter.map(|f| f.query.box_clone()));
             top(searcher, &*q, n)
         };
-        let words = match parsed.words_query(&self.fields, opts.title_boost) {
+        let words = match parsed.words_query(&self.fields, opts.boosts()) {
             Some(words) if parsed.phrases.is_empty() => words,
             _ => return whole(),
         };
         let ask = if filter.is_some() { with_spares(n) } else { n };
-        let common = parsed.common_clauses(&self.fields, opts.title_boost);
+        let common = parsed.common_clauses(&self.fields, opts.boosts());
         let pool = if common.is_empty() {
             ask
         } else {
@@ -115,8 +115,7 @@ impl Index {
         }
         let mut best: FxHashMap<DocAddress, Score> =
             by_words.into_iter().map(|(s, a)| (a, s)).collect();
-        if let Some(near) = parsed.near_query(&self.fields, opts.title_boost, opts.proximity_boost)
-        {
+        if let Some(near) = parsed.near_query(&self.fields, opts.boosts(), opts.proximity_boost) {
             for (s, a) in top(searcher, &*near, pool)? {
                 let e = best.entry(a).or_insert(s);
                 *e = e.max(s);
@@ -429,7 +428,7 @@ mod tests {
         for q in QUERIES {
             let parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
             let full = parsed
-                .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+                .to_query(&index.fields, opts.boosts(), opts.proximity_boost)
                 .unwrap();
             for filters in [
                 Filters::default(),
@@ -475,7 +474,7 @@ mod tests {
         for q in QUERIES.iter().chain(&mixed) {
             let mut parsed = ParsedQuery::parse(q, &mut tokenizer::analyzer());
             let full = parsed
-                .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+                .to_query(&index.fields, opts.boosts(), opts.proximity_boost)
                 .unwrap();
             parsed.leave_out_common(&snap.searcher, &index.fields, 0.8);
             assert!(parsed.common.len() < parsed.words.len(), "{q:?}");
@@ -516,7 +515,7 @@ mod tests {
         // documents holding only common words are there.
         let mut parsed = ParsedQuery::parse("w0 w1 nowhere", &mut tokenizer::analyzer());
         let full = parsed
-            .to_query(&index.fields, opts.title_boost, opts.proximity_boost)
+            .to_query(&index.fields, opts.boosts(), opts.proximity_boost)
             .unwrap();
         parsed.leave_out_common(&snap.searcher, &index.fields, 0.8);
         assert_eq!(parsed.common, ["w0", "w1"]);

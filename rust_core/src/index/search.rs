@@ -18,7 +18,7 @@ use crate::doc::Document;
 use crate::embed::Embedder;
 use crate::error::{CoreError, Result};
 use crate::rank::{self, Candidate, RankOptions};
-use crate::text::query::{Filters, ParsedQuery};
+use crate::text::query::{Boosts, Filters, ParsedQuery};
 use crate::text::tokenizer;
 use crate::vectors::{self, cosine};
 use crate::DIM;
@@ -73,8 +73,13 @@ pub struct SearchOptions {
     pub rank: RankOptions,
     /// BM25 weight of a title match relative to a body match.
     pub title_boost: f32,
+    /// BM25 weight of a match in the section headings relative to a body match.
+    pub section_boost: f32,
     /// Weight of the bonus for bodies holding the query's words close together, in order.
     pub proximity_boost: f32,
+    /// Leave the query's stop words ("how do I", "what is the") out of scoring
+    /// ([`ParsedQuery::drop_stop_words`]); they are never highlighted either way.
+    pub drop_stop_words: bool,
     /// Words found in more than this share of the documents are left out of BM25 ranking
     /// ([`ParsedQuery::leave_out_common`]); 1 scores every word. See [`COMMON_WORD_SHARE`].
     pub common_word_share: f32,
@@ -100,7 +105,9 @@ impl Default for SearchOptions {
             vector_candidates: FUSION_CANDIDATES,
             rank: RankOptions::default(),
             title_boost: 0.5,
+            section_boost: 0.5,
             proximity_boost: 2.0,
+            drop_stop_words: true,
             common_word_share: COMMON_WORD_SHARE,
             coverage_depth: COVERAGE_DEPTH,
             group: true,
@@ -134,6 +141,16 @@ pub struct SearchRequest<'a> {
     pub exclude_parent: Option<u64>,
     /// Tuning.
     pub options: SearchOptions,
+}
+
+impl SearchOptions {
+    /// The field weights of the BM25 query.
+    pub fn boosts(&self) -> Boosts {
+        Boosts {
+            title: self.title_boost,
+            section: self.section_boost,
+        }
+    }
 }
 
 impl<'a> SearchRequest<'a> {
@@ -232,9 +249,13 @@ impl Index {
         let mut analyzer = tokenizer::analyzer();
         let mut parsed = ParsedQuery::parse(req.query, &mut analyzer);
         parsed.add_alternates(req.query, &snap.languages, &snap.searcher, &self.fields);
+        let stop = parsed.stop.clone();
+        if opts.drop_stop_words {
+            parsed.drop_stop_words();
+        }
         // The whole query (run when the words cannot be ranked apart, and highlighted in
         // snippets) scores every word.
-        let text_query = parsed.to_query(&self.fields, opts.title_boost, opts.proximity_boost);
+        let text_query = parsed.to_query(&self.fields, opts.boosts(), opts.proximity_boost);
         parsed.leave_out_common(&snap.searcher, &self.fields, opts.common_word_share);
         let filter = HitFilter::new(&req.filters, &self.fields);
 
@@ -351,10 +372,11 @@ impl Index {
             .collect();
         let groups = rank::group(&pool.cands, req.k, opts.group, opts.passages_per_hit);
 
-        let terms = match &text_query {
+        let mut terms = match &text_query {
             Some(q) => snippet_terms(&snap.searcher, &**q, self.fields.body)?,
             None => BTreeMap::new(),
         };
+        terms.retain(|t, _| !stop.contains(t));
         // One snippet generator per language of the hits, each analysing as its pages were.
         let mut generators: Vec<(Algorithm, SnippetGenerator)> = Vec::new();
         let mut snippet_of = |doc: &Document| {
@@ -484,25 +506,91 @@ fn snippet_terms(
 }
 
 /// A snippet of `body` with matched terms wrapped in the markers, or its opening words
-/// when nothing in it matched (e.g. a vector-only hit).
+/// when nothing in it matched (e.g. a vector-only hit). Tantivy cuts its fragment at
+/// tokens, which can be inside a word ("enter__()" of "__enter__()"): the fragment is
+/// widened to whole words, marked "…" where the passage goes on, and tidied for reading
+/// ([`tidy`]).
 fn make_snippet(generator: &SnippetGenerator, body: &str, opts: &SearchOptions) -> String {
     let snippet = generator.snippet(body);
     let fragment = snippet.fragment();
-    if !snippet.highlighted().is_empty() {
-        let mut out = String::with_capacity(fragment.len() + 16);
-        let mut at = 0;
-        // CJK bigrams overlap; merge overlapping and touching ranges first.
-        for r in &collapse_overlapped_ranges(snippet.highlighted()) {
-            out.push_str(&fragment[at..r.start]);
-            out.push_str(&opts.markers.0);
-            out.push_str(&fragment[r.start..r.end]);
-            out.push_str(&opts.markers.1);
-            at = r.end;
-        }
-        out.push_str(&fragment[at..]);
-        return out.trim().to_string();
+    let found = (!snippet.highlighted().is_empty())
+        .then(|| body.find(fragment))
+        .flatten();
+    let Some(start) = found else {
+        return tidy(&leading_text(body, opts.snippet_chars));
+    };
+    let (from, to) = word_bounds(body, start, start + fragment.len());
+    let mut out = String::with_capacity(to - from + 16);
+    if !body[..from].trim().is_empty() {
+        out.push('…');
     }
-    leading_text(body, opts.snippet_chars)
+    let mut at = from;
+    // CJK bigrams overlap; merge overlapping and touching ranges first.
+    for r in &collapse_overlapped_ranges(snippet.highlighted()) {
+        let (s, e) = (start + r.start, start + r.end);
+        out.push_str(&body[at..s]);
+        out.push_str(&opts.markers.0);
+        out.push_str(&body[s..e]);
+        out.push_str(&opts.markers.1);
+        at = e;
+    }
+    out.push_str(&body[at..to]);
+    if !body[to..].trim().is_empty() {
+        out.push('…');
+    }
+    tidy(&out)
+}
+
+/// Longest stretch (in bytes) a snippet is widened by to reach a word's edge; a longer
+/// unbroken run (a URL, a hash) is cut where tantivy cut it.
+const WIDEN_BYTES: usize = 40;
+
+/// `[start, end)` of `text` widened to the white space before and after it.
+fn word_bounds(text: &str, start: usize, end: usize) -> (usize, usize) {
+    let from = text[..start]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let to = text[end..]
+        .find(char::is_whitespace)
+        .map_or(text.len(), |i| end + i);
+    (
+        if start - from <= WIDEN_BYTES {
+            from
+        } else {
+            start
+        },
+        if to - end <= WIDEN_BYTES { to } else { end },
+    )
+}
+
+/// Snippet text for reading: one line, Sphinx's "¶" permalinks gone, and a table's cell
+/// pipes ("| a | b |") turned into " · " between cells.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let bare = line.trim().trim_matches('…').trim();
+        let table =
+            bare.starts_with('|') || bare.ends_with('|') || bare.matches(" | ").count() >= 2;
+        for word in line.split_whitespace() {
+            let word: String = word.chars().filter(|&c| c != '¶').collect();
+            if word.is_empty() {
+                continue;
+            }
+            if table && word.chars().all(|c| c == '|') {
+                if !out.is_empty() && !out.ends_with(" ·") && !out.ends_with('…') {
+                    out.push_str(" ·");
+                }
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&word);
+        }
+    }
+    out.trim_end_matches(" ·").to_string()
 }
 
 /// The first `chars` characters of `text`, cut at a word boundary.
@@ -521,6 +609,28 @@ fn leading_text(text: &str, chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippets_are_widened_to_whole_words() {
+        let text = "call object.__enter__() first";
+        let at = text.find("enter").unwrap();
+        assert_eq!(word_bounds(text, at, at + 5), (5, 23));
+        let long = format!("x {} y", "a".repeat(200));
+        assert_eq!(word_bounds(&long, 60, 70), (60, 70));
+    }
+
+    #[test]
+    fn tidy_drops_permalinks_and_table_pipes() {
+        assert_eq!(
+            tidy("Utilities¶\nFunctions and classes"),
+            "Utilities Functions and classes"
+        );
+        assert_eq!(
+            tidy("| Name | Type |\n| **id** | int |"),
+            "Name · Type · **id** · int"
+        );
+        assert_eq!(tidy("…  ls | grep x…"), "… ls | grep x…");
+    }
 
     #[test]
     fn leading_text_cuts_at_a_word_boundary() {

@@ -3,6 +3,7 @@
 //! `vectors/` and are tied to documents by the `vstamp` field.
 
 pub mod query;
+pub mod stopwords;
 pub mod tokenizer;
 
 use rust_stemmers::Algorithm;
@@ -34,6 +35,8 @@ pub struct Fields {
     pub title: Field,
     /// Analysed body.
     pub body: Field,
+    /// Analysed section headings: the path of headings a passage sits under.
+    pub section: Field,
     /// First seen, unix seconds.
     pub first_seen: Field,
     /// Last seen, unix seconds.
@@ -42,7 +45,8 @@ pub struct Fields {
     pub visits: Field,
     /// Stamp of the commit that wrote this document's vector, 0 when it has none.
     pub vstamp: Field,
-    /// Hash of title and body, to know whether a stored vector still fits the text.
+    /// Hash of title, section and body, to know whether a stored vector still fits the
+    /// text.
     pub thash: Field,
     /// Language tag, which picked the stemmer of the title and body.
     pub lang: Field,
@@ -66,7 +70,8 @@ impl Fields {
             domain: b.add_text_field("domain", STRING | STORED),
             site: b.add_text_field("site", STRING),
             title: b.add_text_field("title", text.clone()),
-            body: b.add_text_field("body", text),
+            body: b.add_text_field("body", text.clone()),
+            section: b.add_text_field("section", text),
             first_seen: b.add_i64_field("first_seen", INDEXED | FAST | STORED),
             last_seen: b.add_i64_field("last_seen", INDEXED | FAST | STORED),
             visits: b.add_u64_field("visits", FAST | STORED),
@@ -89,13 +94,19 @@ impl Fields {
             t.add_text(self.site, suffix);
         }
         let latin = tokenizer::latin_stemmer(&doc.language);
+        let texts = [
+            (self.title, &doc.title),
+            (self.body, &doc.body),
+            (self.section, &doc.section),
+        ];
         if latin == Algorithm::English {
-            t.add_text(self.title, &doc.title);
-            t.add_text(self.body, &doc.body);
+            for (field, text) in texts {
+                t.add_text(field, text);
+            }
         } else {
             // The field's registered analyzer is English: give the tokens of the page's own.
             let mut analyzer = tokenizer::analyzer_for(latin);
-            for (field, text) in [(self.title, &doc.title), (self.body, &doc.body)] {
+            for (field, text) in texts {
                 t.add_pre_tokenized_text(field, pre_tokenized(&mut analyzer, text));
             }
         }
@@ -131,6 +142,7 @@ impl Fields {
         doc.domain = s(self.domain);
         doc.title = s(self.title);
         doc.body = s(self.body);
+        doc.section = s(self.section);
         doc.first_seen = i(self.first_seen);
         doc.last_seen = i(self.last_seen);
         doc.visits = u(self.visits);
@@ -201,6 +213,7 @@ mod tests {
         d.domain = "example.org".into();
         d.title = "Title".into();
         d.body = "Body text".into();
+        d.section = "Usage › Options".into();
         d.first_seen = 10;
         d.last_seen = 20;
         d.visits = 3;

@@ -14,7 +14,7 @@ use tantivy::{Searcher, Term};
 
 use rust_stemmers::Algorithm;
 
-use super::{tokenizer, Fields};
+use super::{stopwords, tokenizer, Fields};
 use crate::doc::Kind;
 
 /// Restrictions on which documents a search may return.
@@ -101,6 +101,14 @@ pub struct ParsedQuery {
     pub sequence: Vec<String>,
     /// Words left out of BM25 scoring ([`ParsedQuery::leave_out_common`]).
     pub common: Vec<String>,
+    /// Words that carry no content ([`stopwords::is_stop_word`]): never highlighted, and
+    /// left out of scoring by [`ParsedQuery::drop_stop_words`]. Empty when every word is
+    /// one (a query of nothing else keeps them all).
+    pub stop: Vec<String>,
+    /// Stop words [`ParsedQuery::drop_stop_words`] took out of `words`; the proximity
+    /// bonus skips them, keeping the other words' positions (so "make a context manager"
+    /// is still the closest match of "how do I make a context manager").
+    pub dropped: Vec<String>,
     /// Each word's other stems, in the order of `words`: its stem in each other language
     /// the index holds, where that differs and some document holds it
     /// ([`ParsedQuery::add_alternates`]). A document holding any form holds the word.
@@ -130,7 +138,39 @@ impl ParsedQuery {
                 }
             }
         }
+        parsed.stop = parsed
+            .words
+            .iter()
+            .filter(|w| stopwords::is_stop_word(w))
+            .cloned()
+            .collect();
+        if parsed.stop.len() == parsed.words.len() {
+            parsed.stop.clear();
+        }
         parsed
+    }
+
+    /// Takes the stop words out of `words` (and their other stems out of `alternates`),
+    /// so that BM25, the query's coverage and the proximity bonus score content words
+    /// only. Quoted phrases keep every word.
+    pub fn drop_stop_words(&mut self) {
+        if self.stop.is_empty() {
+            return;
+        }
+        let keep: Vec<bool> = self.words.iter().map(|w| !self.stop.contains(w)).collect();
+        let mut i = 0;
+        self.words.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        if self.alternates.len() == keep.len() {
+            let mut i = 0;
+            self.alternates.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
+        }
+        self.dropped = std::mem::take(&mut self.stop);
     }
 
     /// Adds the stems `text`'s words have in each of `languages` (Latin-script stemmers
@@ -146,7 +186,7 @@ impl ParsedQuery {
         self.alternates = vec![Vec::new(); self.words.len()];
         self.phrase_alternates = vec![Vec::new(); self.phrases.len()];
         let held = |w: &str| {
-            [f.body, f.title].into_iter().any(|field| {
+            [f.body, f.title, f.section].into_iter().any(|field| {
                 searcher
                     .doc_freq(&Term::from_field_text(field, w))
                     .is_ok_and(|df| df > 0)
@@ -239,7 +279,7 @@ impl ParsedQuery {
         self.words.is_empty() && self.phrases.is_empty()
     }
 
-    /// The BM25 query: each word in the body or (boosted by `title_boost`) the title,
+    /// The BM25 query: each word in the body or (boosted) the title or section headings,
     /// plus a bonus (`proximity_boost`) for bodies holding the words close together, in
     /// order ([`ParsedQuery::proximity_query`]); quoted phrases are required. (Scoring
     /// the bonus only on the best documents by words alone was slower at equal quality:
@@ -247,10 +287,10 @@ impl ParsedQuery {
     pub fn to_query(
         &self,
         f: &Fields,
-        title_boost: f32,
+        boosts: Boosts,
         proximity_boost: f32,
     ) -> Option<Box<dyn Query>> {
-        let mut clauses = self.word_clauses(f, title_boost);
+        let mut clauses = self.word_clauses(f, boosts);
         if let Some(bonus) = self.bonus(f, proximity_boost) {
             clauses.push((Occur::Should, bonus));
         }
@@ -280,15 +320,15 @@ impl ParsedQuery {
     /// The words alone: each in the body or (boosted) the title. A pure disjunction of
     /// terms, which tantivy ranks with block-max WAND (skipping documents that cannot
     /// reach the top). None without words.
-    pub fn words_query(&self, f: &Fields, title_boost: f32) -> Option<Box<dyn Query>> {
-        disjunction(self.word_clauses(f, title_boost))
+    pub fn words_query(&self, f: &Fields, boosts: Boosts) -> Option<Box<dyn Query>> {
+        disjunction(self.word_clauses(f, boosts))
     }
 
     /// The words [`ParsedQuery::leave_out_common`] left out, as the clauses
     /// [`ParsedQuery::words_query`] would score them with (each word in the body and in
     /// the title); their scores summed are the words' score. Empty when there are none.
-    pub fn common_clauses(&self, f: &Fields, title_boost: f32) -> Vec<Box<dyn Query>> {
-        self.clauses_of(f, title_boost, true)
+    pub fn common_clauses(&self, f: &Fields, boosts: Boosts) -> Vec<Box<dyn Query>> {
+        self.clauses_of(f, boosts, true)
             .into_iter()
             .map(|(_, q)| q)
             .collect()
@@ -299,11 +339,11 @@ impl ParsedQuery {
     pub fn near_query(
         &self,
         f: &Fields,
-        title_boost: f32,
+        boosts: Boosts,
         proximity_boost: f32,
     ) -> Option<Box<dyn Query>> {
         let bonus = self.bonus(f, proximity_boost)?;
-        let mut clauses = self.word_clauses(f, title_boost);
+        let mut clauses = self.word_clauses(f, boosts);
         clauses.push((Occur::Must, bonus));
         Some(Box::new(BooleanQuery::new(clauses)))
     }
@@ -318,54 +358,65 @@ impl ParsedQuery {
     }
 
     /// The clauses of the words scored in WAND: all but the common ones.
-    fn word_clauses(&self, f: &Fields, title_boost: f32) -> Vec<(Occur, Box<dyn Query>)> {
-        self.clauses_of(f, title_boost, false)
+    fn word_clauses(&self, f: &Fields, boosts: Boosts) -> Vec<(Occur, Box<dyn Query>)> {
+        self.clauses_of(f, boosts, false)
     }
 
     /// The clauses of every form of the common words, or of the others.
-    fn clauses_of(
-        &self,
-        f: &Fields,
-        title_boost: f32,
-        common: bool,
-    ) -> Vec<(Occur, Box<dyn Query>)> {
+    fn clauses_of(&self, f: &Fields, boosts: Boosts, common: bool) -> Vec<(Occur, Box<dyn Query>)> {
         let forms = (0..self.words.len())
             .filter(|&i| self.common.contains(&self.words[i]) == common)
             .flat_map(|i| self.forms(i));
-        word_clauses(f, forms, title_boost)
+        word_clauses(f, forms, boosts)
     }
 
     /// For two or more words: the query matching bodies that hold them in order within
     /// [`PROXIMITY_SLOP`] positions — what makes a remembered phrase win. Its score, times
     /// the proximity boost, is added to a document's BM25 score.
     fn proximity_query(&self, f: &Fields) -> Option<PhraseQuery> {
-        if self.sequence.len() < 2 || self.sequence.len() > 32 {
+        if self.sequence.len() > 32 {
             return None;
         }
-        let terms = self
+        let terms: Vec<(usize, Term)> = self
             .sequence
             .iter()
             .enumerate()
+            .filter(|(_, t)| !self.dropped.contains(t))
             .map(|(i, t)| (i, Term::from_field_text(f.body, t)))
             .collect();
+        if terms.len() < 2 {
+            return None;
+        }
         Some(PhraseQuery::new_with_offset_and_slop(terms, PROXIMITY_SLOP))
     }
 }
 
-/// Each word in the body, or (boosted by `title_boost`) in the title.
+/// How much a word found in the title or in the section headings weighs against the
+/// same word in the body (0: those fields are not searched).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Boosts {
+    /// Weight of the title field.
+    pub title: f32,
+    /// Weight of the section field (the headings a passage sits under).
+    pub section: f32,
+}
+
+/// Each word in the body, or (boosted) in the title or the section headings.
 fn word_clauses<'a>(
     f: &Fields,
     words: impl IntoIterator<Item = &'a String>,
-    title_boost: f32,
+    boosts: Boosts,
 ) -> Vec<(Occur, Box<dyn Query>)> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for w in words {
         clauses.push((Occur::Should, term(f.body, w)));
-        if title_boost > 0.0 {
-            clauses.push((
-                Occur::Should,
-                Box::new(BoostQuery::new(term(f.title, w), title_boost)),
-            ));
+        for (field, boost) in [(f.title, boosts.title), (f.section, boosts.section)] {
+            if boost > 0.0 {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(term(field, w), boost)),
+                ));
+            }
         }
     }
     clauses
@@ -426,11 +477,29 @@ mod tests {
     }
 
     #[test]
+    fn stop_words_are_marked_and_dropped() {
+        let mut p = ParsedQuery::parse("how do I make a context manager", &mut analyzer());
+        assert_eq!(p.stop, ["how", "do", "i", "a"]);
+        p.drop_stop_words();
+        assert_eq!(p.words, ["make", "context", "manag"]);
+        assert_eq!(p.dropped, ["how", "do", "i", "a"]);
+        let (_, f) = Fields::schema();
+        let near = p.proximity_query(&f).expect("three content words");
+        assert_eq!(near.phrase_terms().len(), 3);
+        let only = ParsedQuery::parse("how do I", &mut analyzer());
+        assert!(only.stop.is_empty(), "a query of stop words keeps them");
+    }
+
+    #[test]
     fn punctuation_only_queries_are_empty() {
         let p = ParsedQuery::parse(" ?!* \"\" ", &mut analyzer());
         assert!(p.is_empty());
         let (_, f) = Fields::schema();
-        assert!(p.to_query(&f, 1.0, 1.0).is_none());
+        let boosts = Boosts {
+            title: 1.0,
+            section: 1.0,
+        };
+        assert!(p.to_query(&f, boosts, 1.0).is_none());
         assert!(p.proximity_query(&f).is_none());
     }
 }
