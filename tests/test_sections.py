@@ -64,7 +64,10 @@ def sections_text() -> tuple[str, list[tuple[int, int, str]]]:
     return text.strip(), outline
 
 
-def test_passages_break_at_sections_and_carry_their_heading_path() -> None:
+def test_passages_break_at_sections_and_carry_their_heading_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(documents, "SECTION_BREAKS", True)
     text, outline = sections_text()
     chunks = section_chunks(text, outline, "Guide — Example docs", 1_000, 100)
     # The page's own heading is left out (the title says it); short sections share a
@@ -88,6 +91,7 @@ def test_without_breaks_passages_are_cut_as_before_and_still_know_their_section(
 
 def test_embedding_text_holds_the_heading_path(monkeypatch: pytest.MonkeyPatch) -> None:
     doc = {"title": "pg_dump", "section": "Options › Note", "body": "one connection per job"}
+    monkeypatch.setattr(documents, "SECTION_IN_VECTOR", True)
     assert embedding_text(doc) == "pg_dump › Options › Note\none connection per job"
     assert embedding_text({"title": "t", "body": "b"}) == "t\nb"
     monkeypatch.setattr(documents, "SECTION_IN_VECTOR", False)
@@ -100,7 +104,9 @@ def memory(data_home: Path, clock: object) -> Iterator[Memory]:
         yield opened
 
 
-def test_a_passage_is_found_by_the_headings_it_sits_under(memory: Memory) -> None:
+def test_a_passage_is_found_by_the_headings_it_sits_under(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text, outline = sections_text()
     memory.capture_page("https://docs.example.com/guide", html=None, text=text,
                         title="Guide — Example docs", outline=outline)  # fmt: skip
@@ -110,6 +116,9 @@ def test_a_passage_is_found_by_the_headings_it_sits_under(memory: Memory) -> Non
     assert [r.url for r in page.results] == ["https://docs.example.com/guide"]
     stored = memory._ledger.get_page("https://docs.example.com/guide", with_text=True)  # noqa: SLF001
     assert stored.outline[1] == (outline[1][0], 2, "Install")
+    # Cut every 1,000 characters (the default), each passage names the section it ends in.
+    assert [d["section"] for d in page_documents(stored)][-1] == "Usage"
+    monkeypatch.setattr(documents, "SECTION_BREAKS", True)
     docs = page_documents(stored)
     assert [d["section"] for d in docs] == ["Install · On Linux · On macOS", "Usage", "Usage"]
 
