@@ -355,7 +355,6 @@ def test_upgrading_a_v1_database_keeps_data_and_backfills_the_change_feed(
         assert reopened.max_change_seq() == 5
 
 
-
 def test_upgrading_to_schema_5_names_the_assistants_of_notes_saved_over_mcp(
     data_home: Path, clock: FakeClock
 ) -> None:
