@@ -29,6 +29,9 @@
   ``HEADER_TIMEOUT`` seconds, an idle keep-alive connection is closed after
   ``KEEP_ALIVE`` seconds, and at most ``MAX_CONNECTIONS`` are served at once (503 past
   that), all by uvicorn's own mechanisms.
+- **Too deep.** A message nested deeper than the stdio transport's limit gets ``400``
+  with a parse error that carries the message's own id whenever its top level is valid
+  JSON (the SDK's parser would answer ``id: null``).
 - Binds ``127.0.0.1`` unless told otherwise.
 """
 
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from backtrail.mcp_server.settings import McpSettings
+from backtrail.mcp_server.stdio import too_deep
 
 __all__ = [
     "AuthSetupError", "TokenEntry", "TokenTable", "HostAllowList", "BearerGate", "load_tokens",
@@ -381,6 +385,10 @@ class _ByAccept:
             return
         accept = (_header(scope, b"accept") or "").lower()
         manager = self.streaming if "text/event-stream" in accept else self.plain
+        if scope.get("method") == "POST":
+            receive = await _checked_body(receive, send)
+            if receive is None:
+                return
         await manager.asgi_app(scope, receive, send)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
@@ -394,6 +402,38 @@ class _ByAccept:
             await send({"type": "lifespan.startup.complete"})
             message = await receive()
         await send({"type": "lifespan.shutdown.complete"})
+
+
+async def _checked_body(receive: Any, send: Any) -> Any:
+    """Read a POST's body; answer a message nested deeper than the stdio transport's
+    limit here, with its own id when its top level is valid JSON (the SDK's parser would
+    answer ``id: null``). Returns a ``receive`` that replays the body, or ``None`` once
+    answered."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None  # the client went away before sending its body
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    refusal = too_deep(body)
+    if refusal is not None:
+        logger.info("refused a message: %s", refusal)
+        answer = refusal.error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        await _respond(send, 400, answer, [(b"content-type", b"application/json")])
+        return None
+    replayed = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 def _protocol() -> Any:

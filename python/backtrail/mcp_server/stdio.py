@@ -8,7 +8,9 @@ Here each line is read (at most ``max_line_bytes``) on a daemon thread, decoded 
 parsed with bounded depth, and only a well-formed JSON-RPC message reaches the SDK.
 Everything else is answered on the spot, with the request's id when it has one:
 
-- not UTF-8, not JSON, too deep or too long: ``-32700`` (parse error);
+- not UTF-8, not JSON, too deep or too long: ``-32700`` (parse error); a message nested
+  too deep still gets its own id whenever its top level is valid JSON (see
+  :func:`too_deep`), so the client that sent it is not left waiting;
 - JSON that is not one JSON-RPC message (an array, a number, a request without a
   method...): ``-32600`` (invalid request);
 - a lone surrogate escape (``"\\ud83d"``, a string cut inside an emoji): ``-32602``
@@ -37,7 +39,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 from mcp_types import jsonrpc_message_adapter as adapter
 
-__all__ = ["stdio_transport", "MAX_DEPTH", "MAX_LINE_BYTES", "check_line"]
+__all__ = ["stdio_transport", "MAX_DEPTH", "MAX_LINE_BYTES", "check_line", "too_deep"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +74,41 @@ def _depth(raw: bytes) -> int:
     return deepest
 
 
+def _top_level(raw: bytes) -> Any:
+    """``raw`` parsed with every array or object below its top level replaced by ``null``
+    (strings skipped while counting, without recursion); ``None`` when that is not JSON."""
+    kept = bytearray()
+    depth, start = 0, 0
+    for match in _OPEN.finditer(raw):
+        token = match.group(0)
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth == 2:
+                kept += raw[start : match.start()] + b"null"
+        elif token in (b"]", b"}"):
+            if depth == 2:
+                start = match.end()
+            depth -= 1
+            if depth < 0:
+                return None
+    if depth != 0:
+        return None
+    kept += raw[start:]
+    try:
+        return json.loads(kept)
+    except ValueError:
+        return None
+
+
+def too_deep(raw: bytes) -> Refusal | None:
+    """The refusal for a message nested deeper than :data:`MAX_DEPTH`, carrying the
+    message's own id whenever its top level is valid JSON; ``None`` if it is not so deep."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH or _depth(raw) <= MAX_DEPTH:
+        return None
+    message = f"Parse error: nested deeper than {MAX_DEPTH} levels"
+    return Refusal(PARSE_ERROR, message, _ident(_top_level(raw)))
+
+
 def _has_surrogate(value: Any) -> bool:
     stack = [value]
     while stack:
@@ -104,8 +141,9 @@ def check_line(raw: bytes) -> SessionMessage:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise Refusal(PARSE_ERROR, f"Parse error: the line is not UTF-8 ({error.reason})") from None
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(raw) > MAX_DEPTH:
-        raise Refusal(PARSE_ERROR, f"Parse error: nested deeper than {MAX_DEPTH} levels")
+    deep = too_deep(raw)
+    if deep is not None:
+        raise deep
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -197,8 +235,9 @@ async def stdio_transport(
                     continue
                 try:
                     if raw is None:
-                        raise Refusal(PARSE_ERROR,
-                                      f"Parse error: a message is at most {max_line_bytes} bytes")
+                        raise Refusal(
+                            PARSE_ERROR, f"Parse error: a message is at most {max_line_bytes} bytes"
+                        )
                     message = check_line(raw)
                 except Refusal as refusal:
                     logger.info("refused a message: %s", refusal)
