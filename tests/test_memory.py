@@ -1,10 +1,8 @@
-"""The service layer: Config, capture policy, search (modes, cursors, budgets, labels,
+"""The service layer: capture policy, search (modes, cursors, budgets, labels,
 ledger verification), reading, items, tabs, facts, forget and stats."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from backtrail import _core
-from backtrail.config import SETTINGS, Config
 from backtrail.errors import (
     Excluded,
     FactNotFound,
@@ -26,7 +23,7 @@ from backtrail.errors import (
 )
 from backtrail.service import Memory, SearchPage, VisitInfo
 from backtrail.service.search import chance_floor
-from backtrail.store import HOME_ENV, Ledger, TabInput
+from backtrail.store import Ledger, TabInput
 from helpers import LOREM, cached_embedder, make_config, share_model
 
 if TYPE_CHECKING:
@@ -61,70 +58,6 @@ def urls_of(page: SearchPage) -> list[str | None]:
     return [result.url for result in page.results]
 
 
-# ---------------------------------------------------------------------- config
-
-
-def test_every_setting_has_a_default_and_help_text() -> None:
-    names = [field.name for field in dataclasses.fields(Config)]
-    assert [setting.name for setting in SETTINGS] == names
-    for setting in SETTINGS:
-        assert len(setting.help) > 20 and setting.help.endswith("."), setting.name
-    assert {item["name"] for item in Config().describe()} == set(names)
-    for required in (
-        "data_dir", "busy_timeout_ms", "max_text_bytes", "embeddings", "model_dir",
-        "embed_threads", "embed_sessions", "index_lock_timeout", "indexer_debounce",
-        "passage_chars", "passage_overlap", "search_limit", "result_chars",
-        "search_decay_half_life_days", "forgotten_decay_floor", "search_visit_weight",
-        "forgotten_bm25_weight", "max_fact_key_chars", "max_fact_value_chars", "log_reads",
-    ):  # fmt: skip
-        assert required in names
-
-
-def test_settings_come_from_the_file_then_the_environment_then_overrides(tmp_path: Path) -> None:
-    (tmp_path / "config.toml").write_text(
-        "passage_chars = 800\nsearch_limit = 7\nembeddings = false\n"
-    )
-    env = {"BACKTRAIL_SEARCH_LIMIT": "12", "BACKTRAIL_EMBEDDINGS": "yes",
-           "BACKTRAIL_MODEL_DIR": "~/models"}  # fmt: skip
-    config = Config.load(tmp_path, environ=env, overrides={"embeddings": False})
-    assert config.passage_chars == 800  # file
-    assert config.search_limit == 12  # environment beats the file
-    assert config.embeddings is False  # overrides beat both
-    assert config.model_dir == Path("~/models").expanduser()
-    assert config.data_dir == tmp_path and config.index_dir == tmp_path / "index"
-    assert Config.load(tmp_path, environ={}).search_limit == 7
-    assert config.limits().max_text_bytes == 1_048_576
-
-
-def test_a_json_config_file_works_and_bad_settings_name_their_source(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps({"result_chars": 500}))
-    assert Config.load(tmp_path, environ={}).result_chars == 500
-    (tmp_path / "config.json").write_text(json.dumps({"result_charz": 500}))
-    with pytest.raises(InvalidInput, match="config.json"):
-        Config.load(tmp_path, environ={})
-    (tmp_path / "config.json").write_text("{not json")
-    with pytest.raises(InvalidInput, match="cannot be read"):
-        Config.load(tmp_path, environ={})
-    (tmp_path / "config.json").unlink()
-    with pytest.raises(InvalidInput, match="BACKTRAIL_INDEXER_DEBOUNCE"):
-        Config.load(tmp_path, environ={"BACKTRAIL_INDEXER_DEBOUNCE": "soon"})
-    for overrides in ({"search_limit": "10"}, {"passage_chars": 10}, {"embeddings": 1},
-                      {"passage_overlap": 900}, {"search_bm25_weight": 1.5},
-                      {"synchronous": "sometimes"}, {"nonsense": 1}):  # fmt: skip
-        with pytest.raises(InvalidInput):
-            Config.load(tmp_path, environ={}, overrides=overrides)
-
-
-def test_the_data_dir_follows_backtrail_home_unless_given(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    assert Config.load().data_dir == tmp_path / "home"
-    assert Config.load(tmp_path / "flag").data_dir == tmp_path / "flag"
-    assert Config().data_dir == tmp_path / "home"
-    assert not (tmp_path / "home").exists()  # loading settings creates nothing
-
-
 # --------------------------------------------------------------------- capture
 
 
@@ -142,9 +75,7 @@ def test_capturing_html_stores_the_main_text_and_title(memory: Memory) -> None:
 def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_it(
     memory: Memory,
 ) -> None:
-    receipt = memory.capture_page(
-        "https://blog.example.com/wal", html=ARTICLE, visit={"tab_id": 1}
-    )
+    receipt = memory.capture_page("https://blog.example.com/wal", html=ARTICLE, visit={"tab_id": 1})
     assert (receipt.outcome, receipt.version, receipt.visit_id is not None) == ("queued", 0, True)
     ledger = Ledger.open(memory.config.data_dir)
     try:

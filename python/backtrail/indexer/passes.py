@@ -45,7 +45,8 @@ so captures becoming searchable, never wait for a merge. While a host runs, only
 host merges.
 
 Ids are in :mod:`~backtrail.indexer.ids`, documents in :mod:`~backtrail.indexer.documents`,
-the watermark in :mod:`~backtrail.indexer.reads`, the locks in :mod:`~backtrail.indexer.locks`.
+the watermark in :mod:`~backtrail.indexer.reads`, the locks in :mod:`~backtrail.indexer.locks`,
+the vector phase in :mod:`~backtrail.indexer.vectors`.
 """
 
 from __future__ import annotations
@@ -56,15 +57,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Any, Protocol, cast
+from dataclasses import replace
+from typing import Any, cast
 
 from backtrail import _core
 from backtrail.config import Config
 from backtrail.errors import BacktrailError, IndexBusy, IndexFailure
 from backtrail.indexer.documents import (
     Document,
-    embedding_text,
     item_document,
     page_documents,
 )
@@ -74,32 +74,25 @@ from backtrail.indexer.ids import (
     page_parent,
 )
 from backtrail.indexer.locks import HostPresence, PassLock, lower_thread_priority
-from backtrail.indexer.reads import EntityReader, IndexLag, Watermark, next_scan
+from backtrail.indexer.reads import (
+    FETCH_CHUNK,
+    EntityReader,
+    IndexLag,
+    Progress,
+    Watermark,
+    entities_named,
+    next_scan,
+    report,
+)
+from backtrail.indexer.vectors import TextEmbedder, VectorPhase, VectorStart
 from backtrail.store import Change, Ledger, Page
 
 logger = logging.getLogger(__name__)
 
 
-Progress = Callable[[int, int, str], None]
-"""``progress(done, total, phase)``; ``phase`` is ``"extract"`` (captures whose main text
-is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded),
-``"rebuild-text"`` or ``"rebuild-vectors"`` (entities scanned). Each phase is reported
-once before its first batch and after every batch; ``total`` is an estimate that may
-grow while writes arrive."""
-
-
-class TextEmbedder(Protocol):
-    """What the indexer needs from :class:`backtrail._core.Embedder`."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-
-_FETCH_CHUNK = 50
 _EXTRACT_BATCH = 20
 _SCAN_BATCH = {"page": 50}
 _SCAN_BATCH_DEFAULT = 500
-_VECTOR_CHANGES = 1_000
-_EMBED_PIECE = 16  # texts per embedding call: a shutdown waits for one piece at most
 _YIELD_SECONDS = 0.05
 _MAX_RETRY_SECONDS = 300.0
 
@@ -108,38 +101,7 @@ class _Stopping(Exception):
     """The background thread was asked to stop: the pass gives up at a checkpoint."""
 
 
-def _entities(
-    changes: Sequence[Change], *, upserts_only: bool = False
-) -> list[tuple[int, str, int]]:
-    """``(first seq, entity type, entity id)`` of each entity named, in first-seen order."""
-    seen: set[tuple[str, int]] = set()
-    out: list[tuple[int, str, int]] = []
-    for change in changes:
-        if upserts_only and change.op != "upsert":
-            continue
-        key = (change.entity_type, change.entity_id)
-        if key not in seen:
-            seen.add(key)
-            out.append((change.seq, change.entity_type, change.entity_id))
-    return out
-
-
-@dataclass
-class _VectorStart:
-    """Where a run of vector turns started: the watermark, :attr:`Indexer.embedded`, and
-    how many passages were waiting for vectors (0 when not counted)."""
-
-    mark: Watermark
-    embedded: int
-    waiting: int = 0
-
-
-def _report(progress: Progress | None, done: int, total: int, phase: str) -> None:
-    if progress is not None and max(done, total) > 0:  # a phase with nothing to do is silent
-        progress(max(0, done), max(0, total, done), phase)
-
-
-class Indexer:
+class Indexer(VectorPhase):
     """Keeps ``<data_dir>/index`` up to date with the ledger (see the module doc).
 
     ``embedder`` is a callable returning the embedder, or ``None`` when embeddings are
@@ -333,9 +295,9 @@ class Indexer:
             return self.lag()
         mark = self._mark()
         waiting = self.passages_without_vectors() if progress is not None else 0
-        start = _VectorStart(mark, self.embedded, waiting)
+        start = VectorStart(mark, self.embedded, waiting)
         if mark.vector_scan is None:  # before the model loads, so the phase shows at once
-            _report(progress, 0, waiting, "vectors")
+            report(progress, 0, waiting, "vectors")
         embedder = self._embedder()
         while embedder is not None and self._vector_turn(embedder, wait, progress, start):
             pass
@@ -419,7 +381,7 @@ class Indexer:
         how many were processed."""
         done = 0
         budget = self._ledger.count_pending_captures()
-        _report(progress, 0, budget, "extract")
+        report(progress, 0, budget, "extract")
         while done < budget and (
             batch := self._ledger.pending_captures(min(_EXTRACT_BATCH, budget - done))
         ):
@@ -428,7 +390,10 @@ class Indexer:
                 try:
                     found = extract_main_text(raw.html, raw.url)
                     self._ledger.complete_capture(
-                        raw, text=found.text, title=found.title, language=found.language,
+                        raw,
+                        text=found.text,
+                        title=found.title,
+                        language=found.language,
                         outline=found.outline,
                     )
                     logger.debug("extracted queued capture %d", raw.id)
@@ -436,7 +401,7 @@ class Indexer:
                     logger.warning("dropping a queued capture that cannot be stored", exc_info=True)
                     self._ledger.drop_capture(raw.id)
                 done += 1
-                _report(progress, done, budget, "extract")
+                report(progress, done, budget, "extract")
         return done
 
     def _text_pass(self, progress: Progress | None) -> None:
@@ -446,23 +411,23 @@ class Indexer:
             mark = self._text_scan(mark, progress)
         start = mark.text
         end = self._ledger.max_change_seq()
-        _report(progress, 0, end - start, "text")
+        report(progress, 0, end - start, "text")
         while True:
             self._checkpoint()
             changes = self._ledger.changes_since(mark.text, limit=self.config.text_batch_changes)
             if not changes:
                 return
             mark = self._apply_changes(mark, changes)
-            _report(progress, mark.text - start, end - start, "text")
+            report(progress, mark.text - start, end - start, "text")
 
     def _apply_changes(self, mark: Watermark, changes: Sequence[Change]) -> Watermark:
         touched = self._touch_stats_only_pages(changes)
-        entities = [e for e in _entities(changes) if e[1] != "page" or e[2] not in touched]
+        entities = [e for e in entities_named(changes) if e[1] != "page" or e[2] not in touched]
         staged = 0
-        for start in range(0, len(entities), _FETCH_CHUNK):
+        for start in range(0, len(entities), FETCH_CHUNK):
             self._checkpoint()
-            staged += self._stage_entities(entities[start : start + _FETCH_CHUNK])
-            following = start + _FETCH_CHUNK
+            staged += self._stageentities_named(entities[start : start + FETCH_CHUNK])
+            following = start + FETCH_CHUNK
             if staged >= self.config.text_batch_bytes and following < len(entities):
                 # Everything before the next entity's first change has been applied.
                 mark = self._commit(replace(mark, text=entities[following][0] - 1))
@@ -491,7 +456,7 @@ class Indexer:
             self.index.touch(updates)
         return set(pages)
 
-    def _stage_entities(self, entities: Sequence[tuple[int, str, int]]) -> int:
+    def _stageentities_named(self, entities: Sequence[tuple[int, str, int]]) -> int:
         by_type: dict[str, list[int]] = {}
         for _, entity_type, entity_id in entities:
             by_type.setdefault(entity_type, []).append(entity_id)
@@ -524,7 +489,7 @@ class Indexer:
 
     def _text_scan(self, mark: Watermark, progress: Progress | None) -> Watermark:
         done, total = self._reader.scan_progress(mark.text_scan)
-        _report(progress, done, total, "rebuild-text")
+        report(progress, done, total, "rebuild-text")
         while mark.text_scan is not None:
             self._checkpoint()
             entity_type, after = mark.text_scan
@@ -538,150 +503,8 @@ class Indexer:
             self._stage(entity_type, ids, self._reader.fetch(entity_type, ids))
             mark = self._commit(replace(mark, text_scan=(entity_type, ids[-1])))
             done += len(ids)
-            _report(progress, done, total, "rebuild-text")
+            report(progress, done, total, "rebuild-text")
         return mark
-
-    # ------------------------------------------------------ vector phase
-
-    def _vector_turn(
-        self,
-        embedder: TextEmbedder,
-        wait: float,
-        progress: Progress | None,
-        start: _VectorStart,
-        upto: int | None = None,
-    ) -> bool:
-        """Under the lock: text first, then one vector batch (of changes up to ``upto``
-        if given). True if more remain."""
-        with self._pass(wait) as held:
-            if not held:
-                return False
-            self._text_pass(progress)
-            more = self._vector_step(embedder, upto)
-            mark = self._mark()
-        if progress is None:
-            return more
-        if mark.vector_scan is not None or start.mark.vector_scan is not None:
-            _report(progress, *self._reader.scan_progress(mark.vector_scan), "rebuild-vectors")
-        else:
-            done = self.embedded - start.embedded
-            if more and done >= start.waiting:  # more arrived meanwhile: count again
-                start.waiting = done + self.passages_without_vectors()
-            _report(progress, done, start.waiting if more else done, "vectors")
-        return more
-
-    def _vector_step(self, embedder: TextEmbedder, upto: int | None = None) -> bool:
-        """Embed one batch of passages that lack vectors (from changes up to ``upto``,
-        default all); False when none are left."""
-        mark = self._mark()
-        if mark.vector_scan is not None:
-            return upto is None and self._vector_scan_step(mark, embedder)
-        limit = mark.text if upto is None else min(mark.text, upto)
-        if mark.vectors >= limit:
-            return False
-        changes = [
-            change
-            for change in self._ledger.changes_since(mark.vectors, limit=_VECTOR_CHANGES)
-            if change.seq <= limit
-        ]
-        if not changes:  # the changes in between were pruned from the feed
-            self._commit(replace(mark, vectors=limit))
-            return False
-        visits_only = self._stats_only_pages(changes)
-        entities = [
-            e for e in _entities(changes, upserts_only=True)
-            if e[1] != "page" or e[2] not in visits_only
-        ]  # fmt: skip
-        docs, covered = self._collect(entities, changes[-1].seq)
-        self._embed_and_commit(embedder, docs, mark, replace(mark, vectors=covered))
-        return covered < limit
-
-    def _collect(
-        self, entities: Sequence[tuple[int, str, int]], last_seq: int
-    ) -> tuple[list[Document], int]:
-        """Documents needing vectors from the first entities, until a batch is full;
-        and the sequence number up to which every change is then covered."""
-        docs: list[Document] = []
-        for start in range(0, len(entities), _FETCH_CHUNK):
-            self._checkpoint()
-            chunk = entities[start : start + _FETCH_CHUNK]
-            found = self._fetch_all(chunk)
-            for position, (_, entity_type, entity_id) in enumerate(chunk, start):
-                item = found.get((entity_type, entity_id))
-                if item is not None:
-                    docs += self._missing_vectors(entity_type, item)
-                following = position + 1
-                if len(docs) >= self.config.vector_batch_passages and following < len(entities):
-                    return docs, entities[following][0] - 1
-        return docs, last_seq
-
-    def _fetch_all(self, entities: Sequence[tuple[int, str, int]]) -> dict[tuple[str, int], Any]:
-        by_type: dict[str, list[int]] = {}
-        for _, entity_type, entity_id in entities:
-            by_type.setdefault(entity_type, []).append(entity_id)
-        return {
-            (entity_type, entity_id): item
-            for entity_type, ids in by_type.items()
-            for entity_id, item in self._reader.fetch(entity_type, ids).items()
-        }
-
-    def _missing_vectors(self, entity_type: str, item: Any) -> list[Document]:
-        docs = (
-            self._page_docs(item) if entity_type == "page" else [item_document(entity_type, item)]
-        )
-        return [doc for doc in docs if embedding_text(doc) and self._needs_vector(doc)]
-
-    def _needs_vector(self, doc: Document) -> bool:
-        stored = self.index.get(doc["id"])
-        return not (
-            stored is not None
-            and stored.get("vector") is not None
-            and stored["title"] == doc["title"]
-            and stored["body"] == doc["body"]
-        )
-
-    def _embed_and_commit(
-        self, embedder: TextEmbedder, docs: list[Document], current: Watermark, final: Watermark
-    ) -> None:
-        size = self.config.vector_batch_passages
-        for start in range(0, len(docs), size):
-            part = docs[start : start + size]
-            vectors = self._embed(embedder, [embedding_text(doc) for doc in part])
-            with_vectors = [{**doc, "vector": v} for doc, v in zip(part, vectors, strict=True)]
-            self.index.upsert(cast("list[_core.Document]", with_vectors))
-            self._commit(final if start + size >= len(docs) else current)
-            self.embedded += len(part)
-        if not docs:
-            self._commit(final)
-
-    def _embed(self, embedder: TextEmbedder, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors for ``texts``, a piece at a time with a checkpoint before each."""
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), _EMBED_PIECE):
-            self._checkpoint()
-            vectors += embedder.embed(texts[start : start + _EMBED_PIECE])
-        return vectors
-
-    def _vector_scan_step(self, mark: Watermark, embedder: TextEmbedder) -> bool:
-        """Embed the next batch of a rebuild scan, in entity id order."""
-        docs: list[Document] = []
-        position: tuple[str, int] | None = mark.vector_scan
-        while position is not None and len(docs) < self.config.vector_batch_passages:
-            self._checkpoint()
-            entity_type, after = position
-            ids = self._reader.ids_after(entity_type, after, _FETCH_CHUNK)
-            if not ids:
-                position = next_scan(entity_type)
-                continue
-            found = self._reader.fetch(entity_type, ids)
-            for entity_id in ids:
-                if entity_id in found:
-                    docs += self._missing_vectors(entity_type, found[entity_id])
-                position = (entity_type, entity_id)
-                if len(docs) >= self.config.vector_batch_passages:
-                    break
-        self._embed_and_commit(embedder, docs, mark, replace(mark, vector_scan=position))
-        return True
 
     # --------------------------------------------------------- background
 
@@ -763,7 +586,7 @@ class Indexer:
                 self.purge(wait=0.0)
             embedder = self._background_embedder(upto)
             more = embedder is not None and self._vector_turn(
-                embedder, 0.0, None, _VectorStart(self._mark(), self.embedded), upto
+                embedder, 0.0, None, VectorStart(self._mark(), self.embedded), upto
             )
             if upto is None:  # with a host running, merging is its work too
                 self._merge_soon()

@@ -16,16 +16,26 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from backtrail.indexer.ids import (
     ENTITY_TYPES,
 )
-from backtrail.store import Bookmark, Fact, Highlight, Ledger, Note, Page
+from backtrail.store import Bookmark, Change, Fact, Highlight, Ledger, Note, Page
 
 logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, phase)``; ``phase`` is ``"extract"`` (captures whose main text
+is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded),
+``"rebuild-text"`` or ``"rebuild-vectors"`` (entities scanned). Each phase is reported
+once before its first batch and after every batch; ``total`` is an estimate that may
+grow while writes arrive."""
+
+FETCH_CHUNK = 50
+"""Entities read from the ledger at a time."""
 
 
 _ITEM_QUERIES: dict[str, tuple[str, str, str, type]] = {
@@ -194,3 +204,24 @@ class IndexLag:
     def vectors_caught_up(self) -> bool:
         """The vector pass has reached the text watermark (the indexer's own measure)."""
         return self.text_caught_up and self.vector_changes == 0 and not self.rebuilding_vectors
+
+
+def entities_named(
+    changes: Sequence[Change], *, upserts_only: bool = False
+) -> list[tuple[int, str, int]]:
+    """``(first seq, entity type, entity id)`` of each entity named, in first-seen order."""
+    seen: set[tuple[str, int]] = set()
+    out: list[tuple[int, str, int]] = []
+    for change in changes:
+        if upserts_only and change.op != "upsert":
+            continue
+        key = (change.entity_type, change.entity_id)
+        if key not in seen:
+            seen.add(key)
+            out.append((change.seq, change.entity_type, change.entity_id))
+    return out
+
+
+def report(progress: Progress | None, done: int, total: int, phase: str) -> None:
+    if progress is not None and max(done, total) > 0:  # a phase with nothing to do is silent
+        progress(max(0, done), max(0, total, done), phase)
