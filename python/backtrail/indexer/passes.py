@@ -390,10 +390,7 @@ class Indexer(VectorPhase):
                 try:
                     found = extract_main_text(raw.html, raw.url)
                     self._ledger.complete_capture(
-                        raw,
-                        text=found.text,
-                        title=found.title,
-                        language=found.language,
+                        raw, text=found.text, title=found.title, language=found.language,
                         outline=found.outline,
                     )
                     logger.debug("extracted queued capture %d", raw.id)
@@ -426,7 +423,7 @@ class Indexer(VectorPhase):
         staged = 0
         for start in range(0, len(entities), FETCH_CHUNK):
             self._checkpoint()
-            staged += self._stageentities_named(entities[start : start + FETCH_CHUNK])
+            staged += self._stage_entities(entities[start : start + FETCH_CHUNK])
             following = start + FETCH_CHUNK
             if staged >= self.config.text_batch_bytes and following < len(entities):
                 # Everything before the next entity's first change has been applied.
@@ -456,7 +453,7 @@ class Indexer(VectorPhase):
             self.index.touch(updates)
         return set(pages)
 
-    def _stageentities_named(self, entities: Sequence[tuple[int, str, int]]) -> int:
+    def _stage_entities(self, entities: Sequence[tuple[int, str, int]]) -> int:
         by_type: dict[str, list[int]] = {}
         for _, entity_type, entity_id in entities:
             by_type.setdefault(entity_type, []).append(entity_id)
