@@ -1,7 +1,9 @@
-"""``backtrail import``: the history, bookmarks and profiles of the browsers on this computer."""
+"""``backtrail import``: the history, bookmarks and profiles of the browsers on this computer,
+and the memories of mcp-memory-bridge and BraveMCP."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -17,7 +19,7 @@ from backtrail.cli.common import (
     stdout_console,
 )
 from backtrail.cli.progress import ProgressReporter
-from backtrail.service import importing
+from backtrail.service import importing, peer_import
 
 __all__ = ["COMMANDS"]
 
@@ -40,10 +42,10 @@ PROFILE_OPTION = click.option(
 
 @click.group("import")
 def import_group() -> None:
-    """Bring in the history and bookmarks your browsers already have.
+    """Bring in what your browsers, mcp-memory-bridge or BraveMCP already hold.
 
-    Files are read from a copy, so the browser may keep running. Importing again adds
-    only what is new.
+    Browser files are read from a copy, so the browser may keep running; the other
+    tools' databases are opened read-only. Importing again adds only what is new.
     """
 
 
@@ -139,6 +141,106 @@ def import_bookmarks(app: App, browser: str, profile: str | None, as_json: bool)
         + (f", {result.skipped:,} skipped (not web pages)" if result.skipped else "")
         + "."
     )
+
+
+DATABASE = click.argument(
+    "path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False)
+)
+
+
+@import_group.command("mcp-memory-bridge")
+@DATABASE
+@click.option(
+    "--overwrite", is_flag=True,
+    help="Replace facts that hold another value here (default: report and keep them).",
+)  # fmt: skip
+@JSON_OPTION
+@pass_app
+def import_memory_bridge(app: App, path: Path, overwrite: bool, as_json: bool) -> None:
+    """Import mcp-memory-bridge's facts (PATH is its memory.db) with their history.
+
+    Every fact keeps its value, writer and time, and its history (writes, refused
+    compare-and-swaps, deletes, reads and searches) joins the audit trail, so
+    `memory_get` and `memory_history` answer as mcp-memory-bridge did. A key that
+    already holds another value here is reported and kept unless --overwrite.
+
+    \b
+    Examples:
+      backtrail import mcp-memory-bridge ~/mcp-memory-bridge/memory.db
+      backtrail import mcp-memory-bridge memory.db --overwrite --json
+    """
+    memory = app.memory()
+    with ProgressReporter() as progress:
+        result = peer_import.import_memory_bridge(
+            memory, path, overwrite=overwrite, progress=progress
+        )
+        lag = memory.catch_up(vectors=False, progress=progress)
+    if as_json:
+        emit_json({"import": result, "lag": lag})
+        return
+    click.echo(
+        f"Facts from {result.file}: {result.facts:,} keys, {result.created:,} new, "
+        f"{result.updated:,} replaced, {result.unchanged:,} already here"
+        + (f", {result.deleted:,} deleted" if result.deleted else "")
+        + (f", {result.history_only:,} deleted there (history only)" if result.history_only else "")
+        + f"; {result.events:,} history events added."
+    )
+    if result.conflicts:
+        shown = ", ".join(repr(key) for key in result.conflicts[:20])
+        more = f" and {len(result.conflicts) - 20:,} more" if len(result.conflicts) > 20 else ""
+        click.echo(
+            f"Kept as they are ({len(result.conflicts):,} hold another value here; "
+            f"--overwrite replaces them): {clean(shown)}{more}."
+        )
+    if result.invalid:
+        click.echo(f"Refused: {len(result.invalid):,} keys (see -v).")
+    if result.events_left_out:
+        click.echo(f"Left out: {result.events_left_out:,} events about no fact.")
+
+
+@import_group.command("bravemcp")
+@DATABASE
+@click.option("--no-index", is_flag=True, help="Store everything but leave indexing for later.")
+@JSON_OPTION
+@pass_app
+def import_bravemcp(app: App, path: Path, no_index: bool, as_json: bool) -> None:
+    """Import BraveMCP's memory (PATH is its brave-mcp.db).
+
+    Pages keep their title, visit count and first and last visit (the visits between are
+    spread evenly, as BraveMCP keeps only the count), their stored text becomes
+    searchable like captured text (where a page has no text here yet), summaries become
+    notes by `bravemcp`, and highlights, notes and bookmarks keep their times.
+
+    \b
+    Examples:
+      backtrail import bravemcp ~/BraveMCP/storage/brave-mcp.db
+      backtrail import bravemcp brave-mcp.db --no-index --json
+    """
+    batch = max(app.config.text_batch_changes, importing.INDEX_BATCH_CHANGES)
+    memory = app.memory(text_batch_changes=batch)
+    with ProgressReporter() as progress:
+        if not no_index:
+            memory.catch_up(vectors=False, progress=progress)
+        result = peer_import.import_bravemcp(memory, path, progress=progress)
+        lag = None if no_index else memory.catch_up(vectors=False, progress=progress)
+    if as_json:
+        emit_json({"import": result, "lag": lag})
+        return
+    added, marks = result.added, result.bookmarks
+    click.echo(
+        f"From {result.file}: {added.get('pages', 0):,} new pages, "
+        f"{added.get('visits', 0):,} visits, {added.get('texts', 0):,} page texts, "
+        f"{added.get('summaries', 0):,} summaries, {added.get('highlights', 0):,} highlights, "
+        f"{added.get('notes', 0):,} notes; bookmarks {marks.get('added', 0):,} added, "
+        f"{marks.get('updated', 0):,} updated, {marks.get('removed', 0):,} removed."
+    )
+    if result.left_out:
+        labels = {"not_web": "not web pages", "excluded": "excluded by a rule",
+                  "invalid": "refused as invalid (see -v)", "no_page": "highlights of no page",
+                  "no_time": "pages without a time"}  # fmt: skip
+        parts = [f"{n:,} {labels.get(k, k)}" for k, n in sorted(result.left_out.items())]
+        click.echo("Left out: " + ", ".join(parts) + ".")
+    _index_outcome(lag, memory.config.embeddings)
 
 
 @import_group.command("profiles")

@@ -47,6 +47,8 @@ __all__ = ["PHASES", "Interrupted", "ProgressReporter", "format_duration"]
 
 PHASES: Mapping[str, str] = {
     "import": "Importing visits",
+    "facts": "Importing facts",
+    "pages": "Importing pages and items",
     "capture": "Storing pages",
     "extract": "Extracting page text",
     "text": "Indexing text",

@@ -1,4 +1,5 @@
-"""Reading a browser's SQLite database safely: always from a private copy.
+"""Reading a browser's SQLite database safely: always from a private copy; and another
+memory tool's database read-only, in place (:func:`read_only`).
 
 A running browser keeps its history database open and locked (Firefox with
 ``locking_mode=exclusive``; on Windows Chrome's lock also blocks reading), and a reader
@@ -20,7 +21,10 @@ from pathlib import Path
 
 from backtrail.errors import BacktrailError, NotFound
 
-__all__ = ["BrowserFileNotFound", "BrowserDataUnreadable", "snapshot", "columns"]
+__all__ = [
+    "BrowserFileNotFound", "BrowserDataUnreadable", "snapshot", "read_only", "columns",
+    "expect_tables",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +87,49 @@ def snapshot(path: Path) -> Iterator[sqlite3.Connection]:
             yield conn
         finally:
             conn.close()
+
+
+@contextmanager
+def read_only(path: Path, what: str, tables: dict[str, set[str]]) -> Iterator[sqlite3.Connection]:
+    """A connection that can only read the SQLite file at ``path`` (URI ``mode=ro``: no
+    journal, no schema change, nothing written), after checking that it is ``what`` (its
+    ``tables`` have at least these columns; see :func:`expect_tables`)."""
+    if not path.is_file():
+        raise BrowserFileNotFound(path)
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as error:
+        raise BrowserDataUnreadable(path, f"cannot open it ({error})") from None
+    conn.row_factory = sqlite3.Row
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
+    try:
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            expect_tables(conn, path, what, tables)
+        except sqlite3.DatabaseError as error:
+            raise BrowserDataUnreadable(
+                path, f"not {what} database: not a readable SQLite database ({error})"
+            ) from None
+        yield conn
+    finally:
+        conn.close()
+
+
+def expect_tables(
+    conn: sqlite3.Connection, path: Path, what: str, tables: dict[str, set[str]]
+) -> None:
+    """Raise :class:`BrowserDataUnreadable` ("not <what> database") unless every table
+    named exists with the columns named."""
+    for table, wanted in tables.items():
+        found = columns(conn, table)
+        if not found:
+            raise BrowserDataUnreadable(path, f"not {what} database: it has no table {table}")
+        missing = wanted - found
+        if missing:
+            raise BrowserDataUnreadable(
+                path,
+                f"not {what} database: its table {table} lacks {', '.join(sorted(missing))}",
+            )
 
 
 def columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -20,6 +20,7 @@ from backtrail.errors import (
     InvalidInput,
     InvalidUrl,
     LimitExceeded,
+    PageNotFound,
     Paused,
 )
 from backtrail.indexer.extract import decode_html, extract_main_text
@@ -90,6 +91,28 @@ class CaptureOps(MemoryBase):
             outcome=result.outcome, version=version.version, text_chars=len(version.text or ""),
             truncated=version.truncated, visit_id=visit_id,
         )  # fmt: skip
+
+    def import_page_text(
+        self, url: str, text: str, *, title: str | None = None, captured_at: int | None = None
+    ) -> bool:
+        """Store the text another memory kept for ``url`` as if captured at
+        ``captured_at``, unless the page has text here already (what was captured here is
+        never replaced by an older copy); ``True`` if stored. ``Excluded`` for URLs an
+        exclusion rule matches; the user asked for it, so a pause does not apply."""
+        rule = self.exclusion_for(url)  # InvalidUrl first
+        if rule is not None:
+            raise Excluded(urls.scrub_url(url), rule)
+        _utf8_size(text, "text", self.config.max_capture_bytes)
+        with self._ledger.transaction():
+            try:
+                page = self._ledger.get_page(url)
+            except PageNotFound:
+                page = None
+            if page is not None and page.current_version is not None:
+                return False
+            self._ledger.capture_page(url, text=text, title=title, captured_at=captured_at)
+        self._wrote()
+        return True
 
     def _queue_capture(
         self,

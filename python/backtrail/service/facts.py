@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from backtrail.errors import SearchUnavailable
 from backtrail.service.base import MemoryBase
@@ -48,6 +50,14 @@ class FactOps(MemoryBase):
         )  # fmt: skip
         self._wrote()
         return fact
+
+    def import_facts(
+        self, facts: Sequence[Mapping[str, Any]], *, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """Facts from another memory with their history (see ``Ledger.import_facts``)."""
+        counts = self._ledger.import_facts(facts, overwrite=overwrite)
+        self._wrote()
+        return counts
 
     def get_fact(self, key: str, *, log: bool | None = None) -> Fact:
         """The fact under ``key``; ``log`` records the read (``None``: the

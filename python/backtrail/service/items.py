@@ -121,6 +121,11 @@ class ItemOps(MemoryBase):
         self._wrote()
         return highlight
 
+    def imported_ids(self, kind: str, prefix: str) -> set[str]:
+        """The ``external_id`` values starting with ``prefix`` of stored highlights or
+        notes (``kind``): what an earlier import already brought."""
+        return self._ledger.external_ids(kind, prefix)
+
     def set_highlight_note(self, highlight_id: int, note: str | None) -> Highlight:
         highlight = self._ledger.set_highlight_note(highlight_id, note)
         self._wrote()

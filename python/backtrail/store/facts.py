@@ -15,7 +15,10 @@ write stored (``fact.set``), every refused conditional write with the value it t
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from backtrail.errors import FactNotFound, InvalidInput, KeyExists, VersionConflict
 from backtrail.store import checks
@@ -201,3 +204,112 @@ class FactsMixin(LedgerCore):
         deletes, and reads and searches if logged), oldest first."""
         name = self._key(key)
         return self.list_events(target_type="fact", target=name, limit=limit)
+
+    # -------------------------------------------------------------- importing
+
+    def import_facts(
+        self, facts: Sequence[Mapping[str, Any]], *, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """Bring in facts from another memory with their history, in one transaction.
+
+        Each item has ``key``, ``value`` (``None``: the key was deleted there),
+        ``client``, ``created_at``, ``updated_at``, ``version`` and ``events`` (``at``,
+        ``client``, ``action``, ``details``, where ``details["imported"]`` names the
+        source's event). Events already imported are not added again. A key that holds
+        another value here (or a value where the source deleted it) is a conflict and
+        left as it is, history too, unless ``overwrite``; then the source's value
+        becomes a new version here (a version never goes back, so a compare-and-swap
+        against an older version still fails). An item the ledger refuses is left out
+        whole. Returns the counts, the conflicting keys and the refused ``(key,
+        reason)``."""
+        counts: dict[str, Any] = {"created": 0, "updated": 0, "unchanged": 0, "deleted": 0,
+                                  "history_only": 0, "events": 0, "conflicts": [],
+                                  "invalid": []}  # fmt: skip
+        with self._write() as conn:
+            for item in facts:
+                try:
+                    with self._write():  # a savepoint: a refused item leaves nothing
+                        outcome = self._import_fact(conn, item, overwrite)
+                except InvalidInput as error:
+                    counts["invalid"].append((str(item.get("key")), error.message))
+                    continue
+                if outcome == "conflict":
+                    counts["conflicts"].append(item["key"])
+                else:
+                    counts[outcome[0]] += 1
+                    counts["events"] += outcome[1]
+            changed = counts["created"] + counts["updated"] + counts["deleted"] + counts["events"]
+            if changed:
+                summary = {k: v if isinstance(v, int) else len(v) for k, v in counts.items()}
+                self._event(conn, "facts.import", "facts", None, summary)
+        return counts
+
+    def _import_fact(
+        self, conn: sqlite3.Connection, item: Mapping[str, Any], overwrite: bool
+    ) -> tuple[str, int] | str:
+        name = self._key(item["key"])
+        value = item["value"]
+        if value is not None:
+            value = checks.text(value, "value", self._limits.max_fact_value_chars,
+                                allow_empty=True)  # fmt: skip
+        row = conn.execute("SELECT * FROM facts WHERE key = ?", (name,)).fetchone()
+        live = row is not None and row["deleted_at"] is None
+        differs = live and (value is None or row["value"] != value)
+        if differs and not overwrite:
+            return "conflict"
+        known = {
+            found[0]
+            for found in conn.execute(
+                "SELECT json_extract(details, '$.imported') FROM events WHERE target_type = "
+                "'fact' AND target = ? AND json_extract(details, '$.imported') IS NOT NULL",
+                (name,),
+            )
+        }
+        added = 0
+        for event in item["events"]:
+            details = dict(event["details"])
+            if details.get("imported") in known:
+                continue
+            conn.execute(
+                "INSERT INTO events (at, client, action, target_type, target, details) "
+                "VALUES (?, ?, ?, 'fact', ?, ?)",
+                (checks.timestamp(event["at"], "at"),
+                 checks.label(event["client"], "client", self._limits.max_label_chars),
+                 checks.label(event["action"], "action", self._limits.max_label_chars), name,
+                 json.dumps(details, sort_keys=True)),
+            )  # fmt: skip
+            added += 1
+        version = checks.integer(item["version"], "version", minimum=0)
+        if value is None:
+            if not live:
+                return ("history_only", added)
+            version = max(version, int(row["version"]) + 1)
+            now = checks.timestamp(item["updated_at"] or self._now(), "updated_at")
+            conn.execute(
+                "UPDATE facts SET value = NULL, version = ?, updated_at = ?, deleted_at = ? "
+                "WHERE id = ?",
+                (version, now, now, row["id"]),
+            )
+            self._change(conn, "fact", int(row["id"]), "delete")
+            return ("deleted", added)
+        if live and not differs:
+            return ("unchanged", added)
+        client = checks.label(item["client"], "client", self._limits.max_label_chars)
+        created = checks.timestamp(item["created_at"], "created_at")
+        updated = checks.timestamp(item["updated_at"], "updated_at")
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO facts (key, value, version, client, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, value, max(version, 1), client, created, updated),
+            )
+            self._change(conn, "fact", int(cursor.lastrowid or 0))
+            return ("created", added)
+        conn.execute(
+            "UPDATE facts SET value = ?, version = ?, client = ?, created_at = ?, "
+            "updated_at = ?, deleted_at = NULL WHERE id = ?",
+            (value, max(version, int(row["version"]) + 1), client,
+             row["created_at"] if live else created, updated, row["id"]),
+        )  # fmt: skip
+        self._change(conn, "fact", int(row["id"]))
+        return ("updated" if live else "created", added)

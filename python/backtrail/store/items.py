@@ -107,6 +107,19 @@ class ItemsMixin(LedgerCore):
             row = conn.execute("SELECT * FROM highlights WHERE id = ?", (highlight_id,)).fetchone()
         return _highlight(row)
 
+    def external_ids(self, kind: str, prefix: str) -> set[str]:
+        """The ``external_id`` values starting with ``prefix`` of the stored ``kind``
+        (``"highlight"`` or ``"note"``): what an earlier import already brought."""
+        table = {"highlight": "highlights", "note": "notes"}.get(kind)
+        if table is None:
+            raise InvalidInput("kind", "must be 'highlight' or 'note'")
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT external_id FROM {table} WHERE substr(external_id, 1, length(?)) = ?1",
+                (prefix,),
+            ).fetchall()
+        return {row[0] for row in rows}
+
     def set_highlight_note(self, highlight_id: int, note: str | None) -> Highlight:
         """Attach, replace or (with ``None`` or ``""``) remove a highlight's note."""
         highlight_id = checks.identifier(highlight_id, "highlight_id")
