@@ -295,7 +295,9 @@ def test_normalize_domain_accepts_bare_domains_wildcards_and_urls() -> None:
         ("https://example.com/SignIn", "*/signin"),
         ("https://example.com/oauth/authorize?client_id=1", "*/authorize"),
         ("https://example.com/forgot-password?email=x", "*/forgot-password*"),
-        ("https://shop.example.com/checkout", "*/checkout"),
+        ("https://shop.example.com/checkout", "shop.*/checkout"),
+        ("https://www.example-shop.com/checkout", "www.*/checkout"),
+        ("https://example-shop.com/cart/checkout", "*/cart/checkout"),
         ("https://shop.example.com/checkout/shipping", "*/checkout/shipping*"),
         ("https://www.paypal.com/myaccount/summary", "www.paypal.com/*"),
         ("https://vault.bitwarden.com/#/vault", "vault.bitwarden.com"),
@@ -337,6 +339,10 @@ def test_default_rules_exclude_sign_in_mail_payment_and_password_pages(
         "https://accounts.example.net/help",
         "https://login.example.com/docs/",
         "https://developer.paypal.com/api/rest/",
+        "https://docs.stripe.com/payments/checkout",
+        "https://developer.paypal.com/docs/checkout/",
+        "https://docs.adyen.com/online-payments/checkout",
+        "https://woocommerce.com/document/checkout/",
     ],
 )
 def test_default_rules_keep_local_docs_ordinary_pages_and_docs_about_sign_in(url: str) -> None:

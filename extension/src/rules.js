@@ -31,10 +31,14 @@ export function extractionCaps(settings) {
     maxHtmlBytes: settings.capture.max_html_bytes,
     maxTextBytes: settings.capture.max_text_bytes,
     skipPasswordPages: settings.capture.skip_password_pages !== false,
+    // A checkout page is recognised by what it holds, as a sign-in page is: the same
+    // setting skips a page whose DOM holds a payment-card field.
+    skipPaymentPages: settings.capture.skip_password_pages !== false,
   };
 }
 
-/** The name skipped pages are counted under when their DOM holds a password field. */
+/** The name skipped pages are counted under when their DOM holds a password (or a
+ * payment-card) field. */
 export const PASSWORD_RULE = "password field";
 
 function clampInt(value, [low, high], fallback) {

@@ -78,8 +78,11 @@ export const DEFAULT_EXCLUSIONS = Object.freeze([
   "*/loginhelp", "*/helpwithlogininfo", "*/sessions/two-factor*", "*/two-factor",
   "*/two-factor/verify*", "*/2fa", "*/2fa/", "*/2fa/verify*", "*/mfa", "*/mfa/",
   "*/mfa/challenge*",
-  // Checkout steps of shops.
-  "*/checkout", "*/checkout/", "*/checkout/onepage*", "*/checkout/cart*",
+  // Checkout steps of shops: on the shop's own host or under its cart (documentation about
+  // checkout is kept; a checkout page anywhere else is known by its card fields).
+  "www.*/checkout", "www.*/checkout/", "shop.*/checkout", "store.*/checkout",
+  "*/cart/checkout", "*/cart/checkout/", "*/shop/checkout", "*/shop/checkout/",
+  "*/store/checkout", "*/basket/checkout", "*/checkout/onepage*", "*/checkout/cart*",
   "*/checkout/shipping*", "*/checkout/pay*", "*/checkout/entry/*", "*/checkouts/*",
   "*/chk/xo*", "*/gp/buy/*",
 ]);

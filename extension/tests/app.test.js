@@ -54,7 +54,7 @@ test("a_page_visible_for_the_dwell_is_captured_with_its_visit", async () => {
   assert.equal(capture.dedupe_key, `capture:${visit.visit_id}`);
   assert.equal(capture.visit.visit_id, visit.visit_id);
   assert.equal(capture.visit.transition, "link");
-  assert.deepEqual(ext.world.pages.get(1).caps, { maxHtmlBytes: 2_000_000, maxTextBytes: 2_000_000, skipPasswordPages: true });
+  assert.deepEqual(ext.world.pages.get(1).caps, { maxHtmlBytes: 2_000_000, maxTextBytes: 2_000_000, skipPasswordPages: true, skipPaymentPages: true });
   assert.equal(app.queue.length, 0);
   assert.equal(app.stats.captured, 1);
 });

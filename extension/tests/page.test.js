@@ -209,3 +209,86 @@ test("the_page_script_installs_itself_once", () => {
   vm.runInContext(SOURCE, context);
   assert.equal(context.__backtrailPage, first);
 });
+
+// ------------------------------------------------------------ checkout pages
+
+/** A document over a fake tree, with the two selectors extract() asks for. */
+function docOf(tree) {
+  const all = [];
+  const walk = (node) => {
+    if (node.nodeType !== 1) return;
+    all.push(node);
+    for (const child of node.children) walk(child);
+  };
+  walk(tree);
+  const inputs = () => all.filter((n) => n.tagName === "INPUT");
+  return {
+    title: "Page",
+    documentElement: { cloneNode: () => tree, getAttribute: (n) => tree.getAttribute(n) },
+    querySelector(selector) {
+      assert.equal(selector, 'input[type="password" i]');
+      return inputs().find((n) => String(n.getAttribute("type") || "").toLowerCase() === "password") ?? null;
+    },
+    querySelectorAll(selector) {
+      assert.equal(selector, "input");
+      return inputs();
+    },
+  };
+}
+
+const CAPS = { maxHtmlBytes: 100_000, maxTextBytes: 100_000, skipPasswordPages: true, skipPaymentPages: true };
+const pageWith = (...fields) => h("html", { lang: "en" }, h("body", null,
+  h("h1", null, "Checkout"), h("p", null, "Pay for your order."), h("form", null, ...fields)));
+
+test("a_page_holding_a_payment_card_field_is_not_extracted", () => {
+  const { page } = loadPage();
+  const cards = [
+    [h("input", { autocomplete: "cc-number", name: "number" })],
+    [h("input", { autocomplete: "billing cc-number" })],
+    [h("input", { autocomplete: "CC-CSC", name: "x" })],
+    [h("input", { autocomplete: "cc-exp" })],
+    [h("input", { autocomplete: "cc-exp-month" }), h("input", { autocomplete: "cc-exp-year" })],
+    [h("input", { inputmode: "numeric", name: "cardnumber" })],
+    [h("input", { inputmode: "numeric", id: "card-number" })],
+    [h("input", { inputmode: "numeric", name: "card_no" })],
+    [h("input", { inputmode: "numeric", name: "ccNum" })],
+    [h("input", { inputmode: "numeric", name: "cvv" })],
+    [h("input", { inputmode: "NUMERIC", "aria-label": "Security code" })],
+    [h("input", { inputmode: "numeric", placeholder: "Credit card" })],
+  ];
+  for (const fields of cards) {
+    const doc = docOf(pageWith(h("input", { name: "email" }), ...fields));
+    assert.equal(page.hasPaymentCardField(doc), true, JSON.stringify([...fields[0].attrs]));
+    const out = JSON.parse(JSON.stringify(page.extract(CAPS, doc))); // from the vm's realm
+    assert.deepEqual(out, { content_type: null, password_field: true, payment_card_field: true });
+  }
+});
+
+test("documentation_and_forms_without_card_fields_are_extracted", () => {
+  const { page } = loadPage();
+  const kept = [
+    // Documentation about checkout: the words, and example markup as text, but no field.
+    [h("pre", null, '<input autocomplete="cc-number" inputmode="numeric" name="cardnumber">')],
+    [h("input", { name: "q", type: "search" })],
+    [h("input", { inputmode: "numeric", name: "quantity" })],
+    [h("input", { inputmode: "numeric", name: "zip", autocomplete: "postal-code" })],
+    [h("input", { name: "cardnumber" })], // not numeric: a name alone is no card field
+    [h("input", { autocomplete: "cc-name" }), h("input", { autocomplete: "cc-type" })],
+    [h("input", { inputmode: "numeric", name: "discount" })],
+  ];
+  for (const fields of kept) {
+    const doc = docOf(pageWith(...fields));
+    assert.equal(page.hasPaymentCardField(doc), false);
+    const out = page.extract(CAPS, doc);
+    assert.equal(out.content_type, "html");
+    assert.ok(out.html.includes("Pay for your order."));
+  }
+});
+
+test("the_password_setting_off_lets_a_card_page_be_extracted_without_its_values", () => {
+  const { page } = loadPage();
+  const doc = docOf(pageWith(h("input", { autocomplete: "cc-number", value: "4242424242424242" })));
+  const out = page.extract({ ...CAPS, skipPasswordPages: false, skipPaymentPages: false }, doc);
+  assert.equal(out.content_type, "html");
+  assert.equal(out.html.includes("4242"), false);
+});

@@ -69,8 +69,10 @@ test("normalize_settings_drops_unknown_keys_and_non_string_rules", () => {
 });
 
 test("extraction_caps_follow_the_settings", () => {
-  assert.deepEqual(extractionCaps(normalizeSettings({ capture: { max_html_bytes: 50_000, max_text_bytes: 20_000 } })), { maxHtmlBytes: 50_000, maxTextBytes: 20_000, skipPasswordPages: true });
-  assert.equal(extractionCaps(normalizeSettings({ capture: { skip_password_pages: false } })).skipPasswordPages, false);
+  assert.deepEqual(extractionCaps(normalizeSettings({ capture: { max_html_bytes: 50_000, max_text_bytes: 20_000 } })), { maxHtmlBytes: 50_000, maxTextBytes: 20_000, skipPasswordPages: true, skipPaymentPages: true });
+  const off = extractionCaps(normalizeSettings({ capture: { skip_password_pages: false } }));
+  assert.equal(off.skipPasswordPages, false);
+  assert.equal(off.skipPaymentPages, false);
   assert.equal(normalizeSettings({ capture: { skip_password_pages: "no" } }).capture.skip_password_pages, true);
 });
 

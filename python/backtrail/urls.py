@@ -140,8 +140,11 @@ DEFAULT_EXCLUSIONS: tuple[str, ...] = (
     "*/loginhelp", "*/helpwithlogininfo", "*/sessions/two-factor*", "*/two-factor",
     "*/two-factor/verify*", "*/2fa", "*/2fa/", "*/2fa/verify*", "*/mfa", "*/mfa/",
     "*/mfa/challenge*",
-    # Checkout steps of shops.
-    "*/checkout", "*/checkout/", "*/checkout/onepage*", "*/checkout/cart*",
+    # Checkout steps of shops: on the shop's own host or under its cart (documentation about
+    # checkout is kept; a checkout page anywhere else is known by its card fields).
+    "www.*/checkout", "www.*/checkout/", "shop.*/checkout", "store.*/checkout",
+    "*/cart/checkout", "*/cart/checkout/", "*/shop/checkout", "*/shop/checkout/",
+    "*/store/checkout", "*/basket/checkout", "*/checkout/onepage*", "*/checkout/cart*",
     "*/checkout/shipping*", "*/checkout/pay*", "*/checkout/entry/*", "*/checkouts/*",
     "*/chk/xo*", "*/gp/buy/*",
 )  # fmt: skip
@@ -150,14 +153,17 @@ DEFAULT_EXCLUSIONS: tuple[str, ...] = (
 Host rules name the hosts of identity providers, mail, password managers and payments,
 never a whole family such as every ``secure.*`` or ``auth.*`` host. Path rules match a
 whole last path segment that names a sign-in, recovery or checkout *step* (``/login``,
-``/login/``, ``/login.php``, ``/sign_in``, ``/checkout``), or a segment prefix that only
-such a step has (``/forgot-password...``), never a substring: documentation about
-authentication, signing, checkout or payments (``topics/auth/``, ``signing.html``,
-``git-checkout``, ``javax/security/auth/login/``) is what this memory's users read.
+``/login/``, ``/login.php``, ``/sign_in``; ``/checkout`` on a shop's ``www.``, ``shop.``
+or ``store.`` host or under its ``/cart/``), or a segment prefix that only such a step
+has (``/forgot-password...``), never a substring: documentation about authentication,
+signing, checkout or payments (``topics/auth/``, ``signing.html``, ``git-checkout``,
+``javax/security/auth/login/``, ``docs.stripe.com/payments/checkout``) is what this
+memory's users read.
 ``tests/data`` holds what the rules are measured on: the real documentation corpus of
 the benchmark (none excluded) and real sign-in, recovery, mail, password-manager and
-checkout URLs (all excluded). Sign-in pages no list knows are caught by the extension,
-which does not capture a page whose DOM holds a password field.
+checkout URLs (all excluded). Sign-in and checkout pages no list knows are caught by the
+extension, which does not capture a page whose DOM holds a password field or a
+payment-card field.
 ``localhost`` and ``127.0.0.1`` are deliberately *not* excluded: local documentation
 servers are worth remembering. Browser-internal pages (``chrome:``, ``about:``...) never
 reach these rules: they fail :func:`validate_capture_url`.

@@ -7,6 +7,9 @@
 //   extract(caps)                         the cleaned page for capture_page, or
 //                                         {password_field: true} and nothing else when
 //                                         caps.skipPasswordPages and the page has one
+//                                         (and payment_card_field: true too, when
+//                                         caps.skipPaymentPages and the page holds a
+//                                         payment-card field: a checkout page)
 //   selection()                           the selected text and its surrounding block
 // Privacy (PROTOCOL.md 3.2): live form values are never read; password and hidden inputs,
 // scripts, styles and frames are removed; value attributes, textarea contents, selected
@@ -123,8 +126,31 @@
     return Boolean(doc.querySelector && doc.querySelector('input[type="password" i]'));
   }
 
+  // A payment-card field: what checkout pages hold (documentation about checkout holds
+  // none, only words). Browsers and card forms mark the fields with autocomplete tokens
+  // (cc-number, cc-csc, cc-exp...; "billing cc-number" too); a card form without them
+  // still asks for digits (inputmode=numeric) in a field named for the card number or
+  // its security code.
+  const CARD_AUTOCOMPLETE = /(^|\s)cc-(number|csc|exp|exp-month|exp-year)(\s|$)/i;
+  const CARD_NAME = /card.?(number|num|no\b)|cc.?(number|num)|credit.?card|\bc[cv]v\d?\b|\bcvc\b|\bcsc\b|security.?code/i;
+
+  function hasPaymentCardField(doc) {
+    if (!doc.querySelectorAll) return false;
+    for (const field of Array.from(doc.querySelectorAll("input"))) {
+      if (CARD_AUTOCOMPLETE.test(String(attr(field, "autocomplete") || ""))) return true;
+      if (String(attr(field, "inputmode") || "").toLowerCase() !== "numeric") continue;
+      const names = ["name", "id", "aria-label", "placeholder", "data-elements-stable-field-name"]
+        .map((name) => attr(field, name) || "").join(" ");
+      if (CARD_NAME.test(names)) return true;
+    }
+    return false;
+  }
+
   function extract(caps, doc = root.document) {
     if (caps.skipPasswordPages && hasPasswordField(doc)) return { content_type: null, password_field: true };
+    if (caps.skipPaymentPages && hasPaymentCardField(doc)) {
+      return { content_type: null, password_field: true, payment_card_field: true };
+    }
     const clone = cleanTree(doc.documentElement.cloneNode(true));
     const html = `<!DOCTYPE html>\n${clone.outerHTML}`;
     const payload = choosePayload(html, () => textOf(clone), caps);
@@ -219,5 +245,5 @@
   }
   let listening = false;
 
-  root.__backtrailPage = { track, extract, selection, cleanTree, textOf, truncateUtf8, choosePayload, classify, hasPasswordField };
+  root.__backtrailPage = { track, extract, selection, cleanTree, textOf, truncateUtf8, choosePayload, classify, hasPasswordField, hasPaymentCardField };
 })(globalThis);
