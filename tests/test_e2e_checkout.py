@@ -25,7 +25,7 @@ DOCS = (
     "<!doctype html><html><head><title>Checkout fields</title></head><body><main>"
     "<h1>Checkout</h1><p>A coracle shop's checkout form should mark the card number "
     "field so that browsers can fill it in.</p>"
-    "<pre>&lt;input autocomplete=\"cc-number\" inputmode=\"numeric\"&gt;</pre>"
+    '<pre>&lt;input autocomplete="cc-number" inputmode="numeric"&gt;</pre>'
     "<p>Coracles are round boats woven from willow and sealed with pitch.</p>"
     "</main></body></html>"
 )
