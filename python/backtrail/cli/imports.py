@@ -143,9 +143,7 @@ def import_bookmarks(app: App, browser: str, profile: str | None, as_json: bool)
     )
 
 
-DATABASE = click.argument(
-    "path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False)
-)
+DATABASE = click.argument("path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False))
 
 
 @import_group.command("mcp-memory-bridge")
