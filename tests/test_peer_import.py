@@ -316,3 +316,23 @@ def test_visit_counts_keep_the_first_and_last_visit(tmp_path: Path, visits: int)
     assert page.visit_count == visits == len(times)
     assert times[0] == T0 and times[-1] == T0 + (visits - 1) * 1_000
     assert seconds_iso(times[0]).startswith("2026-05-28")
+
+
+def test_facts_are_read_while_the_peer_still_has_its_database_open(tmp_path: Path) -> None:
+    """The peer's server keeps its connection open in WAL mode: what it committed is in
+    the write-ahead log, which a read-only reader sees without checkpointing it."""
+    db = MemoryBridgeDb(tmp_path / "memory.db")
+    db.conn.execute("PRAGMA wal_autocheckpoint = 0")
+    db.set("live/key", "still open", "cursor", iso_ms(T0))
+    wal = tmp_path / "memory.db-wal"
+    try:
+        assert wal.stat().st_size > 0
+        done = run(tmp_path / "home", "import", "mcp-memory-bridge", str(db.path), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["import"]["created"] == 1
+        assert wal.stat().st_size > 0  # not checkpointed by the reader
+    finally:
+        db.close()
+    with Ledger.open(tmp_path / "home", client="test") as ledger:
+        fact = ledger.get_fact("live/key", log=False)
+    assert (fact.value, fact.client, fact.updated_at) == ("still open", "cursor", T0)
