@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from backtrail.service import Memory, peer_import
 from backtrail.store import Ledger
+from helpers import make_config
 from peer_files import BraveMcpDb, MemoryBridgeDb, iso_ms, seconds_iso
 from test_cli import run
 from test_mcp_bridge import raw
@@ -336,3 +338,18 @@ def test_facts_are_read_while_the_peer_still_has_its_database_open(tmp_path: Pat
     with Ledger.open(tmp_path / "home", client="test") as ledger:
         fact = ledger.get_fact("live/key", log=False)
     assert (fact.value, fact.client, fact.updated_at) == ("still open", "cursor", T0)
+
+
+def test_a_visit_count_past_the_limit_is_cut_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(peer_import, "MAX_VISITS_PER_PAGE", 3)
+    db = BraveMcpDb(tmp_path / "brave-mcp.db")
+    for n in range(5):
+        db.visit("https://example.org/often", "Often", (T0 + n * 100) * MS)
+    db.close()
+    with Memory(make_config(tmp_path / "home")) as memory:
+        result = peer_import.import_bravemcp(memory, db.path)
+        page = memory.get_page("https://example.org/often")
+    assert result.added["visits"] == 3 and result.left_out == {"visits_over_limit": 2}
+    assert (page.visit_count, page.first_seen, page.last_seen) == (3, T0, T0 + 400)

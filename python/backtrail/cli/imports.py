@@ -235,7 +235,8 @@ def import_bravemcp(app: App, path: Path, no_index: bool, as_json: bool) -> None
     if result.left_out:
         labels = {"not_web": "not web pages", "excluded": "excluded by a rule",
                   "invalid": "refused as invalid (see -v)", "no_page": "highlights of no page",
-                  "no_time": "pages without a time"}  # fmt: skip
+                  "no_time": "pages without a time",
+                  "visits_over_limit": "visits past the limit of one page"}  # fmt: skip
         parts = [f"{n:,} {labels.get(k, k)}" for k, n in sorted(result.left_out.items())]
         click.echo("Left out: " + ", ".join(parts) + ".")
     _index_outcome(lag, memory.config.embeddings)

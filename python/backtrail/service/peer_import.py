@@ -97,7 +97,8 @@ class BraveImport:
     ``highlights``, ``notes``; ``visits_there``: visits already imported, or recorded
     here by the extension at the same time), the bookmark sync's counts, and what was
     ``left_out`` (``not_web``, ``excluded``, ``invalid``, ``no_page``: a highlight whose
-    page is gone, ``no_time``: a page without any time)."""
+    page is gone, ``no_time``: a page without any time, ``visits_over_limit``: visits
+    past :data:`MAX_VISITS_PER_PAGE`)."""
 
     file: str
     read: dict[str, int] = field(default_factory=dict)
@@ -154,6 +155,8 @@ def _import_pages(memory: Memory, pages: list[dict[str, Any]], result: BraveImpo
         elif _web_and_kept(memory, page["url"], result):
             visits += _visits(page)
             kept.append(page)
+            if page["visits"] > MAX_VISITS_PER_PAGE:
+                result.count("left_out", "visits_over_limit", page["visits"] - MAX_VISITS_PER_PAGE)
     for start in range(0, len(visits), 2_000):
         _store(memory, visits[start : start + 2_000], result)
     known = memory.imported_ids("note", f"{bravemcp.SOURCE}:summary:")
