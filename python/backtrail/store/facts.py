@@ -222,6 +222,12 @@ class FactsMixin(LedgerCore):
         against an older version still fails). An item the ledger refuses is left out
         whole. Returns the counts, the conflicting keys and the refused ``(key,
         reason)``."""
+        if not isinstance(facts, Sequence) or isinstance(facts, (str, bytes)):
+            raise InvalidInput("facts", f"must be a list, not {type(facts).__name__}")
+        for item in facts:
+            if not isinstance(item, Mapping):
+                raise InvalidInput("facts", f"each must be an object, not {type(item).__name__}")
+        overwrite = checks.boolean(overwrite, "overwrite")
         counts: dict[str, Any] = {"created": 0, "updated": 0, "unchanged": 0, "deleted": 0,
                                   "history_only": 0, "events": 0, "conflicts": [],
                                   "invalid": []}  # fmt: skip

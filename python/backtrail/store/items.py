@@ -113,6 +113,7 @@ class ItemsMixin(LedgerCore):
         table = {"highlight": "highlights", "note": "notes"}.get(kind)
         if table is None:
             raise InvalidInput("kind", "must be 'highlight' or 'note'")
+        prefix = checks.label(prefix, "prefix", 200)
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT external_id FROM {table} WHERE substr(external_id, 1, length(?)) = ?1",
