@@ -41,9 +41,14 @@ ARTICLE = f"""<html lang="en"><head><title>Write-ahead logging explained</title>
 <footer>Copyright nobody</footer></body></html>"""
 
 
+# The service on each ledger backend (conftest.py: ledger_target); the index is local.
+BOTH_BACKENDS = pytest.mark.backends("sqlite", "postgresql")
+
+
 @pytest.fixture
-def memory(data_home: Path, clock: FakeClock) -> Iterator[Memory]:
-    with Memory(make_config(data_home), client="test", clock=clock) as opened:
+def memory(data_home: Path, clock: FakeClock, ledger_target: Path | str) -> Iterator[Memory]:
+    backend = {"ledger_url": ledger_target} if isinstance(ledger_target, str) else {}
+    with Memory(make_config(data_home, **backend), client="test", clock=clock) as opened:
         yield opened
 
 
@@ -139,6 +144,7 @@ def test_capturing_html_stores_the_main_text_and_title(memory: Memory) -> None:
     assert page.language == "en" and page.origin == "web"
 
 
+@BOTH_BACKENDS
 def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_it(
     memory: Memory,
 ) -> None:
@@ -146,7 +152,7 @@ def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_i
         "https://blog.example.com/wal", html=ARTICLE, visit={"tab_id": 1}
     )
     assert (receipt.outcome, receipt.version, receipt.visit_id is not None) == ("queued", 0, True)
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         assert ledger.count_pending_captures() == 1
         assert memory.search("checkpoints copy the log").results[0].id == receipt.page_id
@@ -179,7 +185,7 @@ def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
     found = {r.url for r in memory.search("checkpoints copy the log", limit=20).results}
     assert {f"https://first.example/{n}" for n in range(3)} <= found
     assert len(arrived) == 3
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         assert ledger.count_pending_captures() == 3
     finally:
@@ -190,10 +196,11 @@ def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
     assert set(arrived) <= found
 
 
+@BOTH_BACKENDS
 def test_forgetting_a_page_drops_its_queued_raw_html(memory: Memory) -> None:
     memory.capture_page("https://gone.example/p", html=ARTICLE)
     memory.forget(domain="gone.example")
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         assert ledger.count_pending_captures() == 0
     finally:
@@ -208,6 +215,7 @@ def test_extraction_before_acknowledgement_when_deferral_is_off(data_home: Path)
         assert receipt.outcome == "created" and receipt.title == "Write-ahead logging explained"
 
 
+@BOTH_BACKENDS
 def test_a_capture_with_a_visit_is_one_transaction_with_an_event_each(
     memory: Memory, clock: FakeClock
 ) -> None:
@@ -215,7 +223,7 @@ def test_a_capture_with_a_visit_is_one_transaction_with_an_event_each(
         "https://example.com/a", text="hello", title="A", visit={"tab_id": 4, "transition": "link"}
     )
     assert receipt.visit_id is not None
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         (visit,) = ledger.list_visits()
         assert (visit.tab_id, visit.visited_at) == (4, clock.now)
@@ -546,11 +554,12 @@ def test_each_result_fits_its_character_budget(memory: Memory) -> None:
         memory.search("budget", max_chars_per_result=10)
 
 
+@BOTH_BACKENDS
 def test_results_never_include_what_the_ledger_no_longer_has(memory: Memory) -> None:
     note = memory.add_note("ephemeral armadillo note")
     memory.capture_page("https://example.com/armadillo", text="armadillo page")
     assert len(memory.search("armadillo").results) == 2
-    other = Ledger.open(memory.config.data_dir, client="other-process")
+    other = Ledger(memory.config.ledger_target, client="other-process")
     try:  # another process deletes; nothing has indexed that yet
         other.delete_note(note.id)
         other.forget(url="https://example.com/armadillo")
@@ -647,6 +656,7 @@ def test_find_forgotten_picks_the_copy_read_recently_and_often_among_near_duplic
     assert all(r.explanation["duplicate_of"] is None for r in unshared.results)
 
 
+@BOTH_BACKENDS
 def test_a_search_right_after_a_write_finds_it(memory: Memory) -> None:
     for n in range(3):
         memory.add_note(f"immediately searchable {n}")
@@ -701,6 +711,7 @@ def test_timeline_lists_pages_by_last_visit(memory: Memory, clock: FakeClock) ->
 # ------------------------------------------------------------ items and tabs
 
 
+@BOTH_BACKENDS
 def test_highlights_notes_and_bookmarks_are_kept_listed_and_searched(memory: Memory) -> None:
     highlight = memory.add_highlight("https://example.com/h", "tessellated pavement", note="geo")
     memory.set_highlight_note(highlight.id, "geology")
@@ -719,6 +730,7 @@ def test_highlights_notes_and_bookmarks_are_kept_listed_and_searched(memory: Mem
     assert memory.search("tessellated").results == []
 
 
+@BOTH_BACKENDS
 def test_tab_snapshot_events_and_the_active_tab(memory: Memory, clock: FakeClock) -> None:
     memory.snapshot_tabs(
         [TabInput(tab_id=1, window_id=1, url="https://a.example.com", active=True),
@@ -736,6 +748,7 @@ def test_tab_snapshot_events_and_the_active_tab(memory: Memory, clock: FakeClock
         memory.apply_tab_event("updated", 1, colour="red")
 
 
+@BOTH_BACKENDS
 def test_facts_compare_and_swap_keep_history_and_are_searchable(memory: Memory) -> None:
     first = memory.set_fact("deploy/region", "eu-west-1", require_absent=True)
     with pytest.raises(KeyExists):
@@ -762,6 +775,7 @@ def test_facts_compare_and_swap_keep_history_and_are_searchable(memory: Memory) 
 # -------------------------------------------------------------------- forget
 
 
+@BOTH_BACKENDS
 def test_forget_by_domain_and_by_time_range_removes_results(
     memory: Memory, clock: FakeClock
 ) -> None:
@@ -780,6 +794,7 @@ def test_forget_by_domain_and_by_time_range_removes_results(
         memory.forget()
 
 
+@BOTH_BACKENDS
 def test_stats_report_the_ledger_the_index_the_lag_and_the_model(memory: Memory) -> None:
     memory.capture_page("https://example.com/a", text="stats page")
     memory.add_note("stats note")

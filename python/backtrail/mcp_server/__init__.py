@@ -52,6 +52,7 @@ def main(
     from backtrail.errors import BacktrailError
     from backtrail.mcp_server.http import AuthSetupError, load_tokens
     from backtrail.mcp_server.settings import config_overrides
+    from backtrail.service import health
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=_LOG_FORMAT)
     logging.getLogger("backtrail.mcp_server").setLevel(logging.INFO)
@@ -62,7 +63,9 @@ def main(
         changes = config_overrides()
         if lean:
             changes["embeddings"] = False
-        serve_settings(Config.load(data_dir, overrides=changes), settings)
+        config = Config.load(data_dir, overrides=changes)
+        health.require_ledger(config)  # a bad ledger_url stops the server here
+        serve_settings(config, settings)
     except (AuthSetupError, ValueError) as error:
         _fail(str(error))
     except BacktrailError as error:

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 from backtrail.errors import StoreBusy, StoreError
 from backtrail.store.schema_pg import WRITE_LOCK
 
-__all__ = ["PgConnection", "is_postgres_url", "redact"]
+__all__ = ["PgConnection", "is_postgres_url", "probe", "redact"]
 
 _SCHEMES = ("postgresql", "postgres")
 # A ``?`` placeholder outside string literals and quoted names; ``%`` is doubled for psycopg.
@@ -188,3 +188,19 @@ def translate(error: BaseException, busy_timeout_ms: int) -> StoreError:
     ):
         return StoreBusy(busy_timeout_ms)
     return StoreError(f"ledger error: {_first_line(error, '')}" if str(error) else "ledger error")
+
+
+def probe(url: str, timeout_s: int = 5) -> tuple[str, int]:
+    """(server version, ledger schema version; 0 for an empty database) of the
+    PostgreSQL ledger at ``url``, without creating or migrating anything. Raises
+    ``StoreError`` when it cannot be reached."""
+    from backtrail.store.schema_pg import user_version
+
+    conn = PgConnection(url, busy_timeout_ms=timeout_s * 1000, connect_timeout_s=timeout_s)
+    try:
+        version = str(conn.execute("SHOW server_version").fetchone()[0])
+        return version, user_version(conn)
+    except error_types() as error:
+        raise translate(error, timeout_s * 1000) from error
+    finally:
+        conn.close()

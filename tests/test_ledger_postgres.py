@@ -1,0 +1,184 @@
+"""The ledger on PostgreSQL, around the store: the ``ledger_url`` setting, its own
+schema and version, a bad or unreachable URL stopping the CLI and the MCP server at
+start in one line, ``backtrail doctor``'s checks, and a local index derived from it
+(deleted and rebuilt from the ledger). The store's and the service's own tests run on
+both backends (``backends`` marker); these are what only PostgreSQL has."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from backtrail.config import Config
+from backtrail.errors import InvalidInput, SchemaTooNew, StoreError
+from backtrail.service import Memory
+from backtrail.store import SCHEMA_VERSION, Ledger
+from helpers import make_config
+from postgres_support import PostgresServer, free_port
+
+BACKTRAIL = str(Path(sys.executable).with_name("backtrail"))
+SECRET = "s3cret-pw"
+
+
+def env_for(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BACKTRAIL_", "MCP_"))}
+    env.update({"BACKTRAIL_HOME": str(home), "BACKTRAIL_EMBEDDINGS": "0", "COLUMNS": "200"})
+    env.update(extra)
+    return env
+
+
+def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [BACKTRAIL, *args], env=env_for(home, **env), capture_output=True, text=True,
+        timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def unreachable_url() -> str:
+    """A URL with a password, on a port where nothing listens."""
+    return f"postgresql://backtrail:{SECRET}@127.0.0.1:{free_port()}/ledger"
+
+
+# ----------------------------------------------------------------------- settings
+
+
+def test_ledger_url_comes_from_the_environment_and_must_be_postgresql(tmp_path: Path) -> None:
+    url = f"postgresql://team:{SECRET}@db.internal:5432/memory"
+    config = Config.load(tmp_path, environ={"BACKTRAIL_LEDGER_URL": url})
+    assert config.ledger_url == url and config.ledger_target == url
+    shown = {item["name"]: item["value"] for item in config.describe()}
+    assert shown["ledger_url"] == "postgresql://team:***@db.internal:5432/memory"
+    plain = Config.load(tmp_path, environ={})
+    assert (plain.ledger_url, plain.ledger_target) == ("", plain.ledger_path)
+    # The index is derived per ledger: a PostgreSQL ledger gets a directory of its own.
+    assert plain.index_dir == tmp_path / "index"
+    assert config.index_dir.parent == tmp_path and config.index_dir != plain.index_dir
+    other = Config.load(tmp_path, environ={"BACKTRAIL_LEDGER_URL": url.replace("memory", "x")})
+    assert other.index_dir != config.index_dir
+    for bad in ("mysql://db/memory", "/var/lib/backtrail/ledger.db", f"http://u:{SECRET}@h/"):
+        with pytest.raises(InvalidInput, match="must be a postgresql:// URL") as caught:
+            Config.load(tmp_path, environ={"BACKTRAIL_LEDGER_URL": bad})
+        assert SECRET not in str(caught.value)
+
+
+# ------------------------------------------------------------------------ schema
+
+
+def test_a_new_database_gets_schema_6_and_a_newer_schema_is_refused(
+    postgres_server: PostgresServer, postgres_database: str
+) -> None:
+    import psycopg
+
+    with Ledger(postgres_database) as ledger:
+        stats = ledger.stats()
+        assert stats.schema_version == SCHEMA_VERSION == 6
+        assert stats.path == postgres_database and stats.wal_bytes == 0
+    with Ledger(postgres_database) as again:  # opening a current ledger migrates nothing
+        assert again.stats().schema_version == SCHEMA_VERSION
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        conn.execute("UPDATE backtrail_schema SET version = 99")
+    with pytest.raises(SchemaTooNew, match="schema version 99"):
+        Ledger(postgres_database)
+
+
+def test_a_bad_or_unreachable_url_is_one_clear_error_without_the_password(
+    postgres_server: PostgresServer,
+) -> None:
+    with pytest.raises(StoreError) as caught:
+        Ledger(unreachable_url(), busy_timeout_ms=1000)
+    message = str(caught.value)
+    assert message.startswith("cannot open the PostgreSQL ledger at postgresql://backtrail:***@")
+    assert "\n" not in message and SECRET not in message
+    with pytest.raises(StoreError) as caught:
+        Ledger(f"postgresql://u:{SECRET}@[broken/db")
+    assert "cannot open the PostgreSQL ledger" in str(caught.value)
+    assert SECRET not in str(caught.value)
+    missing = postgres_server.tcp_url("no_such_database")
+    with pytest.raises(StoreError, match='database "no_such_database" does not exist'):
+        Ledger(missing)
+
+
+# ------------------------------------------------------------ front ends at start
+
+
+def test_the_cli_stops_at_start_on_an_unreachable_ledger(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    result = run(tmp_path, "stats", BACKTRAIL_LEDGER_URL=unreachable_url())
+    assert result.returncode == 6, result.stderr  # storage
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: cannot open the PostgreSQL ledger")
+    assert SECRET not in result.stderr and "Traceback" not in result.stderr
+    bad = run(tmp_path, "stats", BACKTRAIL_LEDGER_URL="mysql://db/memory")
+    assert bad.returncode == 2 and "must be a postgresql:// URL" in bad.stderr
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_mcp_server_exits_before_serving_on_an_unreachable_ledger(
+    postgres_server: PostgresServer, tmp_path: Path, transport: str
+) -> None:
+    args = ["mcp"] if transport == "stdio" else ["mcp", "--http", "--port", str(free_port())]
+    result = run(tmp_path, *args, BACKTRAIL_LEDGER_URL=unreachable_url(), MCP_AUTH_TOKEN="t" * 32)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""  # not one protocol byte: it never started serving
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("backtrail mcp: cannot open the PostgreSQL")
+    assert SECRET not in result.stderr
+
+
+def test_doctor_checks_the_configured_postgresql_and_its_schema(
+    postgres_server: PostgresServer, postgres_database: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    def checks(url: str) -> tuple[int, dict[str, dict[str, object]]]:
+        result = run(tmp_path, "doctor", "--no-model", "--json", BACKTRAIL_LEDGER_URL=url)
+        return result.returncode, {c["check"]: c for c in json.loads(result.stdout)["checks"]}
+
+    _, empty = checks(postgres_database)
+    assert empty["postgresql"]["ok"] and "PostgreSQL 1" in str(empty["postgresql"]["detail"])
+    assert "empty database" in str(empty["ledger"]["detail"])
+    with psycopg.connect(postgres_database) as conn:  # doctor only looked: still empty
+        assert conn.execute("SELECT to_regclass('backtrail_schema')").fetchone() == (None,)
+    with Ledger(postgres_database) as ledger:
+        ledger.set_fact("team/release", "friday")
+    _, found = checks(postgres_database)
+    assert found["postgresql"]["ok"] and found["schema version"]["ok"]
+    assert str(found["schema version"]["detail"]).startswith(f"{SCHEMA_VERSION} ")
+    assert found["index"]["ok"] and "index lag" in found  # the local index of this ledger
+    code, down = checks(unreachable_url())
+    assert code == 1 and not down["postgresql"]["ok"] and down["postgresql"]["fix"]
+    assert "ledger" not in down and SECRET not in json.dumps(down)
+
+
+# ------------------------------------------------------------------ derived index
+
+
+def test_the_local_index_derives_from_the_postgresql_ledger_and_rebuilds_from_it(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    config = make_config(tmp_path, ledger_url=postgres_database)
+    with Memory(config, client="node-1") as memory:
+        memory.capture_page("https://wiki.example.org/raft", text="raft consensus log replication")
+        memory.capture_page("https://notes.example.com/paxos", text="paxos consensus proposers")
+        memory.set_fact("team/leader", "raft")
+        memory.catch_up()
+        found = [r.url for r in memory.search("consensus").results]
+        assert sorted(found) == ["https://notes.example.com/paxos", "https://wiki.example.org/raft"]
+    assert not config.ledger_path.exists()  # nothing went to a SQLite file
+    shutil.rmtree(config.index_dir)  # the index is derived: deleting it loses nothing
+    with Memory(config, client="node-2") as memory:
+        memory.catch_up()
+        assert sorted(r.url for r in memory.search("consensus").results) == sorted(found)
+        report = memory.forget(domain="example.org")
+        assert report.counts["pages"] == 1 and report.index_purged
+        assert [r.url for r in memory.search("consensus").results] == [
+            "https://notes.example.com/paxos"
+        ]
+        assert memory.get_fact("team/leader").value == "raft"
