@@ -47,12 +47,11 @@ def main(
     """``backtrail mcp`` and ``python -m backtrail.mcp_server``: settings from the
     environment and ``overrides`` (those not ``None``), logs on stderr, then serve until
     the client leaves. A setting or token problem is one line on stderr and exit
-    status 2."""
+    status 2; a PostgreSQL ledger that cannot be reached, one line and status 1."""
     from backtrail.config import Config
     from backtrail.errors import BacktrailError
     from backtrail.mcp_server.http import AuthSetupError, load_tokens
     from backtrail.mcp_server.settings import config_overrides
-    from backtrail.service import health
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=_LOG_FORMAT)
     logging.getLogger("backtrail.mcp_server").setLevel(logging.INFO)
@@ -64,7 +63,7 @@ def main(
         if lean:
             changes["embeddings"] = False
         config = Config.load(data_dir, overrides=changes)
-        health.require_ledger(config)  # a bad ledger_url stops the server here
+        _require_ledger(config)
         serve_settings(config, settings)
     except (AuthSetupError, ValueError) as error:
         _fail(str(error))
@@ -74,9 +73,24 @@ def main(
         raise SystemExit(130) from None
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, status: int = 2) -> NoReturn:
     sys.stderr.write(f"backtrail mcp: {message}\n")
-    raise SystemExit(2)
+    raise SystemExit(status)
+
+
+def _require_ledger(config: Config) -> None:
+    """A PostgreSQL ledger that cannot be reached stops the server before it serves
+    anyone: exit status 1, so a service manager tries again (the database may still be
+    starting); a ledger from a newer Backtrail is a setup problem (2)."""
+    from backtrail.errors import SchemaTooNew, StoreError
+    from backtrail.service import health
+
+    try:
+        health.require_ledger(config)
+    except SchemaTooNew:
+        raise
+    except StoreError as error:
+        _fail(error.message, status=1)
 
 
 def serve(

@@ -156,8 +156,15 @@ class PgConnection:
         return self._conn.execute(_translate(sql), tuple(params))
 
     def begin_write(self) -> None:
+        """Open a write transaction holding the write lock (or none: a lock wait past
+        the busy timeout raises, and leaves no transaction open)."""
         self._conn.execute("BEGIN")
-        self._conn.execute(WRITE_LOCK)
+        try:
+            self._conn.execute(WRITE_LOCK)
+        except BaseException:
+            if not self._conn.closed:
+                self._conn.execute("ROLLBACK")
+            raise
 
     def begin_read(self) -> None:
         self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
