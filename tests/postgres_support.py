@@ -3,7 +3,9 @@ run as a non-root user (``nobody`` when the tests run as root), its data directo
 unix socket in a temporary directory, listening on a free port of 127.0.0.1. Without the
 binaries (or psycopg) the tests that need it skip, saying why; the rest of the suite runs.
 
-``BACKTRAIL_PG_BIN`` names another directory of PostgreSQL binaries.
+``BACKTRAIL_PG_BIN`` names another directory of PostgreSQL binaries. With
+``BACKTRAIL_REQUIRE_POSTGRES=1`` (set by ``.ci/run``, which installs PostgreSQL) a missing
+server is a failure instead of a skip, so CI never passes without running them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ _SETTINGS = (
 )
 
 
+def _unavailable(reason: str) -> None:
+    if os.environ.get("BACKTRAIL_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"BACKTRAIL_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -47,14 +55,14 @@ class PostgresServer:
     def start(cls) -> Iterator[PostgresServer]:
         missing = [name for name in ("initdb", "pg_ctl") if not (PG_BIN / name).is_file()]
         if missing:
-            pytest.skip(
+            _unavailable(
                 f"PostgreSQL binaries not found in {PG_BIN} ({', '.join(missing)}): "
                 "apt-get install postgresql, or set BACKTRAIL_PG_BIN"
             )
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            pytest.skip("psycopg is not installed: pip install 'backtrail[postgres]'")
+            _unavailable("psycopg is not installed: pip install 'backtrail[postgres]'")
         user = "nobody" if os.geteuid() == 0 else None  # initdb refuses to run as root
         root = Path(tempfile.mkdtemp(prefix="backtrail-pg-"))
         if user is not None:

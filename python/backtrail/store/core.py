@@ -55,14 +55,6 @@ def _starts_with_casefold(value: object, prefix: object) -> int:
     return int(value.casefold().startswith(prefix.casefold()))
 
 
-def _has_psycopg() -> bool:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _domain_match(host: object, domain: object) -> int:
     if not isinstance(host, str) or not isinstance(domain, str):
         return 0
@@ -86,9 +78,7 @@ class LedgerCore:
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidInput("path", f"must be a path, not {type(path).__name__}")
         self._pg = postgres.is_postgres_url(path)
-        self._db_errors: tuple[type[BaseException], ...] = (
-            postgres.error_types() if self._pg and _has_psycopg() else ()
-        )
+        self._db_errors: tuple[type[BaseException], ...] = ()  # the driver's, on PostgreSQL
         self._limits = limits if limits is not None else Limits()
         self._client = checks.label(client, "client", self._limits.max_label_chars)
         self._busy_timeout_ms = checks.integer(busy_timeout_ms, "busy_timeout_ms", minimum=0)
@@ -98,12 +88,15 @@ class LedgerCore:
         self._lock = threading.RLock()
         self._txn: str | None = None  # None, "read" or "write"
         self._depth = 0
-        self.path = Path(path).absolute() if not self._pg else Path()
+        self.path = Path(path).absolute() if not self._pg else Path(os.devnull)
+        """The ledger file (on PostgreSQL: :data:`os.devnull`, no file; see ``location``)."""
         self.location = postgres.redact(str(path)) if self._pg else str(self.path)
         """Where the ledger lives: the file, or the PostgreSQL URL without its password."""
-        self._conn: Any = (
-            postgres.PgConnection(str(path), self._busy_timeout_ms) if self._pg else self._connect()
-        )
+        if self._pg:
+            self._conn: Any = postgres.PgConnection(str(path), self._busy_timeout_ms)
+            self._db_errors = postgres.error_types()
+        else:
+            self._conn = self._connect()
         try:
             with self._errors():
                 if self._pg:

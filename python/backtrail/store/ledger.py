@@ -1,4 +1,5 @@
-"""The :class:`Ledger`: Backtrail's single source of truth on disk."""
+"""The :class:`Ledger`: Backtrail's single source of truth, in a SQLite file or on a
+PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ _MISSING = object()
 
 
 class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, ForgetMixin):
-    """The SQLite ledger: pages and versions, visits, bookmarks, highlights, notes, open
+    """The ledger: pages and versions, visits, bookmarks, highlights, notes, open
     tabs, facts, browser actions, settings, the audit log and the change feed.
 
     ``Ledger(path, client=..., busy_timeout_ms=10_000, limits=Limits(), clock=time.time,
     log_reads=False, synchronous="full")`` opens (creating and migrating as needed) the
-    file at ``path``; :meth:`open` finds it in the data directory. One connection per
+    SQLite file at ``path``, or, when ``path`` is a ``postgresql://`` URL, that database
+    (:mod:`backtrail.store.postgres`; ``synchronous`` is then the server's business);
+    :meth:`open` finds the file in the data directory. One connection per
     ledger; calls are serialised, so share a ledger between threads only if one call at
     a time is enough. Any number of processes may open the same file.
 
