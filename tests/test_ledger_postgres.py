@@ -1,8 +1,9 @@
 """The ledger on PostgreSQL, around the store: the ``ledger_url`` setting, its own
 schema and version, a bad or unreachable URL stopping the CLI and the MCP server at
-start in one line, ``backtrail doctor``'s checks, and a local index derived from it
-(deleted and rebuilt from the ledger). The store's and the service's own tests run on
-both backends (``backends`` marker); these are what only PostgreSQL has."""
+start in one line, ``backtrail doctor``'s checks, a local index derived from it (deleted
+and rebuilt from the ledger), the write lock and its busy timeout, reconnecting, and two
+MCP servers sharing facts by compare-and-swap. The store's and the service's own tests
+run on both backends (``backends`` marker); these are what only PostgreSQL has."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -236,3 +238,73 @@ def test_a_ledger_reconnects_after_the_server_dropped_its_connection(
             ledger.get_fact("k")  # the call in progress fails ...
         assert ledger.get_fact("k").value == "1"  # ... and the next one reconnects
         assert ledger.set_fact("k", "2", expected_version=1).version == 2
+
+
+# ------------------------------------------------- two servers, one database
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_two_mcp_servers_on_one_database_share_facts_and_compare_and_swap(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    """Two ``backtrail mcp --http`` processes, each with a data directory of its own,
+    on one PostgreSQL ledger: four clients (two per server) increment one counter by
+    compare-and-swap; none is lost and each write is attributed to its token's client."""
+    import anyio
+
+    from mcp_support import http_server, text
+
+    agents, rounds = 4, 25
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [
+        {"token": f"agent-token-{n}-0123456789", "client_id": f"agent-{n}", "scope": "write"}
+        for n in range(agents)
+    ]}))  # fmt: skip
+    tokens.chmod(0o600)
+    conflicts = 0
+
+    async def increment(server: Any, n: int) -> None:
+        nonlocal conflicts
+        async with server.client(f"agent-token-{n}-0123456789", mode="legacy") as client:
+            done = 0
+            while done < rounds:
+                got = await client.call_tool("memory_get", {"key": "team/counter"})
+                fact = got.structured_content["fact"]
+                answer = await client.call_tool("memory_set", {
+                    "key": "team/counter", "value": str(int(fact["value"]) + 1),
+                    "expected_version": fact["version"],
+                })  # fmt: skip
+                if answer.is_error:
+                    assert "CAS failed" in text(answer), text(answer)
+                    conflicts += 1
+                    continue
+                done += 1
+
+    env = {"BACKTRAIL_LEDGER_URL": postgres_database}
+    with (
+        http_server(tmp_path / "node-1", "--token-file", str(tokens), **env) as one,
+        http_server(tmp_path / "node-2", "--token-file", str(tokens), **env) as two,
+    ):
+        async with one.client("agent-token-0-0123456789", mode="legacy") as first:
+            await first.call_tool("memory_set", {"key": "team/counter", "value": "0"})
+        async with anyio.create_task_group() as group:
+            for n in range(agents):
+                group.start_soon(increment, (one, two)[n % 2], n)
+        async with two.client("agent-token-3-0123456789", mode="legacy") as last:
+            final = await last.call_tool("memory_get", {"key": "team/counter"})
+            fact = final.structured_content["fact"]
+    assert (fact["value"], fact["version"]) == (str(agents * rounds), agents * rounds + 1)
+    with Ledger(postgres_database) as ledger:
+        history = ledger.fact_history("team/counter", limit=10_000)
+    sets = [e.client for e in history if e.action == "fact.set"]
+    assert {name: sets.count(name) for name in set(sets)} == {
+        "agent-0": rounds + 1, **{f"agent-{n}": rounds for n in range(1, agents)},
+    }  # fmt: skip
+    refused = [e for e in history if e.action == "fact.cas_fail"]
+    assert len(refused) == conflicts  # every lost race is in the audit trail
+    assert not (tmp_path / "node-1" / "ledger.sqlite3").exists()
