@@ -134,6 +134,20 @@ def test_the_mcp_server_exits_before_serving_on_an_unreachable_ledger(
     assert SECRET not in result.stderr
 
 
+def test_the_native_host_reports_an_unreachable_ledger_and_keeps_serving(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    from host_client import HostProcess, hello_fields
+
+    with HostProcess(tmp_path / "home", env={"BACKTRAIL_LEDGER_URL": unreachable_url()}) as host:
+        answer = host.call("hello", **hello_fields())
+        assert answer["ok"] is False and answer["error"]["code"] == 14, answer
+        assert "cannot open the PostgreSQL ledger" in answer["error"]["message"]
+        assert SECRET not in json.dumps(answer)
+        assert host.call("status")["error"]["code"] == 14  # still answering, frame by frame
+        assert host.wait() == 0
+
+
 def test_doctor_checks_the_configured_postgresql_and_its_schema(
     postgres_server: PostgresServer, postgres_database: str, tmp_path: Path
 ) -> None:
@@ -308,3 +322,26 @@ async def test_two_mcp_servers_on_one_database_share_facts_and_compare_and_swap(
     refused = [e for e in history if e.action == "fact.cas_fail"]
     assert len(refused) == conflicts  # every lost race is in the audit trail
     assert not (tmp_path / "node-1" / "ledger.sqlite3").exists()
+
+
+def test_forgetting_through_one_node_removes_it_from_every_nodes_index(
+    postgres_database: str, tmp_path: Path
+) -> None:
+    one = Memory(make_config(tmp_path / "node-1", ledger_url=postgres_database), client="n1")
+    two = Memory(make_config(tmp_path / "node-2", ledger_url=postgres_database), client="n2")
+    try:
+        one.capture_page("https://secret.example/plan", text="the quarterly wombat plan")
+        one.capture_page("https://kept.example/", text="wombat habitats and burrows")
+        for memory in (one, two):
+            memory.catch_up()
+        assert len(two.search("wombat").results) == 2  # node 2 indexed node 1's captures
+        assert two.indexer.index.stats()["documents"] == 2
+        one.forget(domain="secret.example")
+        # Before node 2 catches up its index still holds the page; results never show it.
+        assert [r.url for r in two.search("wombat").results] == ["https://kept.example/"]
+        assert two.indexer.index.stats()["documents"] == 2
+        two.catch_up()  # the change feed's deletes reach node 2's own index
+        assert two.indexer.index.stats()["documents"] == 1
+    finally:
+        one.close()
+        two.close()
