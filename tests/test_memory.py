@@ -32,6 +32,7 @@ from helpers import LOREM, cached_embedder, make_config, share_model
 if TYPE_CHECKING:
     from conftest import FakeClock
 
+pytestmark = pytest.mark.backends("sqlite", "postgresql")  # the memory fixture's ledger
 T0 = 1_700_000_000
 DAY = 86_400
 ARTICLE = f"""<html lang="en"><head><title>Write-ahead logging explained</title>
@@ -39,10 +40,6 @@ ARTICLE = f"""<html lang="en"><head><title>Write-ahead logging explained</title>
 <nav>Home | About | Login</nav>
 <article><h1>Write-ahead logging</h1><p>{LOREM}</p><p>{LOREM}</p></article>
 <footer>Copyright nobody</footer></body></html>"""
-
-
-# The service on each ledger backend (conftest.py: ledger_target); the index is local.
-BOTH_BACKENDS = pytest.mark.backends("sqlite", "postgresql")
 
 
 @pytest.fixture
@@ -144,7 +141,6 @@ def test_capturing_html_stores_the_main_text_and_title(memory: Memory) -> None:
     assert page.language == "en" and page.origin == "web"
 
 
-@BOTH_BACKENDS
 def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_it(
     memory: Memory,
 ) -> None:
@@ -196,7 +192,6 @@ def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
     assert set(arrived) <= found
 
 
-@BOTH_BACKENDS
 def test_forgetting_a_page_drops_its_queued_raw_html(memory: Memory) -> None:
     memory.capture_page("https://gone.example/p", html=ARTICLE)
     memory.forget(domain="gone.example")
@@ -215,7 +210,6 @@ def test_extraction_before_acknowledgement_when_deferral_is_off(data_home: Path)
         assert receipt.outcome == "created" and receipt.title == "Write-ahead logging explained"
 
 
-@BOTH_BACKENDS
 def test_a_capture_with_a_visit_is_one_transaction_with_an_event_each(
     memory: Memory, clock: FakeClock
 ) -> None:
@@ -496,7 +490,7 @@ def test_the_ranking_does_not_depend_on_the_page_size(semantic: Memory) -> None:
 
 
 def test_a_page_stays_full_while_the_index_still_holds_pages_forgotten_elsewhere(
-    memory: Memory, data_home: Path
+    memory: Memory,
 ) -> None:
     for n in range(30):
         text = f"Lighthouse keeper log {n}: lamp trimmed, weather noted."
@@ -512,7 +506,7 @@ def test_a_page_stays_full_while_the_index_still_holds_pages_forgotten_elsewhere
     assert len(before) == 30
     # Another process forgets pages from the ledger; this one's index still holds them.
     gone = set(before[3:11]) | {before[15]}
-    with Ledger.open(data_home, client="other") as ledger:
+    with Ledger(memory.config.ledger_target, client="other") as ledger:
         for url in gone:
             ledger.forget(url=url)
     first = memory.search("lighthouse keeper", limit=10)
@@ -554,7 +548,6 @@ def test_each_result_fits_its_character_budget(memory: Memory) -> None:
         memory.search("budget", max_chars_per_result=10)
 
 
-@BOTH_BACKENDS
 def test_results_never_include_what_the_ledger_no_longer_has(memory: Memory) -> None:
     note = memory.add_note("ephemeral armadillo note")
     memory.capture_page("https://example.com/armadillo", text="armadillo page")
@@ -656,7 +649,6 @@ def test_find_forgotten_picks_the_copy_read_recently_and_often_among_near_duplic
     assert all(r.explanation["duplicate_of"] is None for r in unshared.results)
 
 
-@BOTH_BACKENDS
 def test_a_search_right_after_a_write_finds_it(memory: Memory) -> None:
     for n in range(3):
         memory.add_note(f"immediately searchable {n}")
@@ -711,7 +703,6 @@ def test_timeline_lists_pages_by_last_visit(memory: Memory, clock: FakeClock) ->
 # ------------------------------------------------------------ items and tabs
 
 
-@BOTH_BACKENDS
 def test_highlights_notes_and_bookmarks_are_kept_listed_and_searched(memory: Memory) -> None:
     highlight = memory.add_highlight("https://example.com/h", "tessellated pavement", note="geo")
     memory.set_highlight_note(highlight.id, "geology")
@@ -730,7 +721,6 @@ def test_highlights_notes_and_bookmarks_are_kept_listed_and_searched(memory: Mem
     assert memory.search("tessellated").results == []
 
 
-@BOTH_BACKENDS
 def test_tab_snapshot_events_and_the_active_tab(memory: Memory, clock: FakeClock) -> None:
     memory.snapshot_tabs(
         [TabInput(tab_id=1, window_id=1, url="https://a.example.com", active=True),
@@ -748,7 +738,6 @@ def test_tab_snapshot_events_and_the_active_tab(memory: Memory, clock: FakeClock
         memory.apply_tab_event("updated", 1, colour="red")
 
 
-@BOTH_BACKENDS
 def test_facts_compare_and_swap_keep_history_and_are_searchable(memory: Memory) -> None:
     first = memory.set_fact("deploy/region", "eu-west-1", require_absent=True)
     with pytest.raises(KeyExists):
@@ -775,7 +764,6 @@ def test_facts_compare_and_swap_keep_history_and_are_searchable(memory: Memory) 
 # -------------------------------------------------------------------- forget
 
 
-@BOTH_BACKENDS
 def test_forget_by_domain_and_by_time_range_removes_results(
     memory: Memory, clock: FakeClock
 ) -> None:
@@ -794,7 +782,6 @@ def test_forget_by_domain_and_by_time_range_removes_results(
         memory.forget()
 
 
-@BOTH_BACKENDS
 def test_stats_report_the_ledger_the_index_the_lag_and_the_model(memory: Memory) -> None:
     memory.capture_page("https://example.com/a", text="stats page")
     memory.add_note("stats note")
