@@ -30,8 +30,8 @@ ARTICLE = (
 )
 
 
-# Tests of what the host stores run on SQLite and on PostgreSQL (conftest.py).
-BOTH_BACKENDS = pytest.mark.backends("sqlite", "postgresql")
+# Tests of the host fixture run on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 @pytest.fixture
@@ -145,7 +145,6 @@ def test_a_store_that_cannot_be_opened_is_reported_with_error_14(home: Path) -> 
 # ------------------------------------------------------------- page capture
 
 
-@BOTH_BACKENDS
 def test_capture_page_html_is_stored_durably_and_becomes_searchable(host: HostProcess) -> None:
     result = capture(host, "https://example.com/wal?utm_source=x&token=s3cret", ARTICLE, "v-1",
                      html=True, title=None)  # fmt: skip
@@ -162,7 +161,6 @@ def test_capture_page_html_is_stored_durably_and_becomes_searchable(host: HostPr
     assert status["last_capture_time"] == (VISIT_TIME + 5_000) // 1000 * 1000
 
 
-@BOTH_BACKENDS
 def test_a_replayed_capture_is_a_duplicate_and_a_resent_id_gets_the_same_answer(
     host: HostProcess,
 ) -> None:
@@ -176,7 +174,6 @@ def test_a_replayed_capture_is_a_duplicate_and_a_resent_id_gets_the_same_answer(
     assert host.ok("status")["counts"]["visits"] == 1
 
 
-@BOTH_BACKENDS
 def test_a_repeated_visit_only_raises_its_dwell(host: HostProcess) -> None:
     url = "https://example.com/read"
     first = host.ok("visit", url=url, title="Read", visit=visit("v-9", dwell_ms=4_000))
@@ -188,7 +185,6 @@ def test_a_repeated_visit_only_raises_its_dwell(host: HostProcess) -> None:
     assert [(v["external_id"], v["dwell_ms"]) for v in visits] == [("v-9", 9_000)]
 
 
-@BOTH_BACKENDS
 def test_non_ascii_text_survives_the_round_trip(host: HostProcess) -> None:
     text = "Zürich façade naïve — 東京の図書館 ✨ שלום עולם 🦀 marker"
     capture(host, "https://例え.jp/ページ", text, "v-u", title="Ünïcödé 東京 🦀")
@@ -224,7 +220,6 @@ def tabs_of(host: HostProcess) -> dict[int, dict[str, Any]]:
     return {i["tab_id"]: i for i in export_all(host, kinds=["tab"])}
 
 
-@BOTH_BACKENDS
 def test_tab_snapshot_and_tab_events_keep_the_open_tabs(host: HostProcess) -> None:
     snapshot = [tab(1, "https://example.com/one"), tab(2, None), tab(3, "https://mail.google.com/x")]
     assert host.ok("tab_snapshot", tabs=snapshot, time=VISIT_TIME) == {"tabs": 3}
@@ -254,7 +249,6 @@ def bookmark_ids(host: HostProcess) -> list[str]:
     return sorted(i["browser_id"] for i in export_all(host, kinds=["bookmark"]))
 
 
-@BOTH_BACKENDS
 def test_bookmarks_are_upserted_removed_and_skipped_when_not_allowed(host: HostProcess) -> None:
     result = host.ok("bookmark_upsert", bookmarks=[
         bookmark("10", "https://example.com/a"), bookmark("11", "https://example.com/b"),
@@ -289,7 +283,6 @@ def test_a_bookmark_import_with_a_missing_batch_removes_nothing(host: HostProces
 # ---------------------------------------------------- highlights, notes, history
 
 
-@BOTH_BACKENDS
 def test_highlights_and_notes_are_kept_once_per_dedupe_key(host: HostProcess) -> None:
     fields = {"dedupe_key": "highlight:abc", "url": "https://example.com/h", "title": "H",
               "text": "the selected words", "context": "around the selected words",
@@ -323,7 +316,6 @@ def test_a_highlight_on_an_excluded_page_is_9_but_a_note_keeps_its_words(
     assert note["url"] is None and note["content"] == "kept words"
 
 
-@BOTH_BACKENDS
 def test_history_import_scopes_visit_ids_by_profile_and_skips_what_it_cannot_store(
     host: HostProcess,
 ) -> None:
@@ -379,7 +371,6 @@ def test_pause_refuses_captures_with_10_until_resume(host: HostProcess) -> None:
     assert capture(host, "https://example.com/p", "paused text", "v-p")["outcome"] == "created"
 
 
-@BOTH_BACKENDS
 def test_forget_a_domain_removes_it_from_search_and_needs_exactly_one_selector(
     host: HostProcess,
 ) -> None:
@@ -409,7 +400,7 @@ def test_forget_refuses_a_public_suffix_and_keeps_every_site_under_it(host: Host
 
 
 def test_skipped_pages_are_counted_per_rule_without_urls_and_shown_by_backtrail_stats(
-    host: HostProcess, home: Path
+    host: HostProcess, home: Path, ledger_target: Path | str
 ) -> None:
     for rule in ("*/login", "password field", "*/login"):
         answer = host.ok("skipped", rule=rule, time=VISIT_TIME)
@@ -418,6 +409,8 @@ def test_skipped_pages_are_counted_per_rule_without_urls_and_shown_by_backtrail_
     assert error_of(host.call("skipped", rule=7, time=VISIT_TIME))["code"] == 6
     assert host.wait() == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("BACKTRAIL_")}
+    if isinstance(ledger_target, str):  # the host's PostgreSQL ledger
+        env["BACKTRAIL_LEDGER_URL"] = ledger_target
     shown = subprocess.run(
         [str(Path(sys.executable).with_name("backtrail")), "stats", "--json"], capture_output=True,
         text=True, timeout=120, env={**env, "BACKTRAIL_HOME": str(home),
@@ -432,7 +425,6 @@ def test_skipped_pages_are_counted_per_rule_without_urls_and_shown_by_backtrail_
     assert re.search(r"not captured +by rule: \*/login 2, password field 1", table.stdout)
 
 
-@BOTH_BACKENDS
 def test_no_secret_of_a_url_in_a_title_reaches_the_store_through_any_message(
     host: HostProcess, home: Path
 ) -> None:
@@ -597,7 +589,6 @@ BAD_FIELDS = [
     ("fields", "code", "field"), BAD_FIELDS,
     ids=[f"code{c}-{f}-{n}" for n, (_, c, f) in enumerate(BAD_FIELDS)],
 )  # fmt: skip
-@BOTH_BACKENDS
 def test_bad_fields_get_their_code_and_name_and_store_nothing(
     host: HostProcess, fields: dict[str, Any], code: int, field: str
 ) -> None:
