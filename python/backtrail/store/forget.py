@@ -49,6 +49,8 @@ _END_OF_TIME = checks.MAX_TIMESTAMP + 1
 _VACUUM_MODES = ("none", "incremental", "full")
 # Tables with canonical_url/domain columns, and their change-feed entity type.
 _URL_TABLES = (("highlights", "highlight"), ("notes", "note"), ("bookmarks", "bookmark"))
+# Visits whose referrer is on a site (SQLite; PostgreSQL matches them in Python).
+_REFERRER_ON_SITE = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
 # What forget deletes from, vacuumed afterwards on PostgreSQL.
 _PURGED_TABLES = (
     "pages", "page_versions", "visits", "raw_captures", "highlights", "notes", "bookmarks",
@@ -98,7 +100,7 @@ class ForgetMixin(LedgerCore):
             name = site_domain(domain)
             where = "(domain = ? OR domain LIKE ? ESCAPE '\\')"
             params = [name, "%." + name.replace("_", "\\_")]
-            referrer_where = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
+            referrer_where = _REFERRER_ON_SITE
             referrer_params = [name]
         elif kind == "time_range":
             start = 0 if since is None else checks.timestamp(since, "since")
@@ -160,24 +162,27 @@ class ForgetMixin(LedgerCore):
             counts[table] = self._delete_ids(conn, table, entity_type, ids)
         counts["tabs"] = conn.execute(f"DELETE FROM tabs WHERE {where}", params).rowcount
         counts["actions"] = conn.execute(f"DELETE FROM actions WHERE {where}", params).rowcount
-        if self._pg and "bt_domain_match" in referrer_where:
-            # No URL parsing in PostgreSQL's SQL: the referrers on the site are found here.
-            site = referrer_params[0]
-            rows = conn.execute("SELECT id, referrer FROM visits WHERE referrer IS NOT NULL")
-            ids = [r["id"] for r in rows if _domain_match(_host_or_none(r["referrer"]), site)]
-            cleared = 0
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                cleared += conn.execute(
-                    f"UPDATE visits SET referrer = NULL WHERE id IN ({marks})", chunk
-                ).rowcount
-            counts["referrers_cleared"] = cleared
+        if self._pg and referrer_where == _REFERRER_ON_SITE:
+            counts["referrers_cleared"] = self._clear_referrers_on(conn, referrer_params[0])
         else:
             counts["referrers_cleared"] = conn.execute(
                 f"UPDATE visits SET referrer = NULL WHERE {referrer_where}", referrer_params
             ).rowcount
         return counts
+
+    def _clear_referrers_on(self, conn: sqlite3.Connection, site: str) -> int:
+        """On PostgreSQL, which has no URL parsing in SQL (SQLite calls ``bt_host``):
+        clear the referrers on ``site`` or its subdomains, matched here."""
+        rows = conn.execute("SELECT id, referrer FROM visits WHERE referrer IS NOT NULL")
+        ids = [r["id"] for r in rows if _domain_match(_host_or_none(r["referrer"]), site)]
+        cleared = 0
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cleared += conn.execute(
+                f"UPDATE visits SET referrer = NULL WHERE id IN ({marks})", chunk
+            ).rowcount
+        return cleared
 
     def _forget_range(self, conn: sqlite3.Connection, start: int, end: int) -> dict[str, int]:
         affected = set(
