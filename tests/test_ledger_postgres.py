@@ -211,7 +211,7 @@ def test_a_writer_waits_for_the_write_lock_up_to_its_busy_timeout(postgres_datab
     from backtrail.errors import StoreBusy
 
     holder = Ledger(postgres_database, client="holder")
-    impatient = Ledger(postgres_database, client="impatient", busy_timeout_ms=200)
+    impatient = Ledger(postgres_database, client="impatient", busy_timeout_ms=0)  # no wait
     patient = Ledger(postgres_database, client="patient", busy_timeout_ms=20_000)
     held = threading.Thread(target=holder.hold_write_lock, args=(2.0,))
     try:

@@ -132,7 +132,8 @@ class PgConnection:
                 f"{_first_line(error, self.url)}"
             ) from None
         conn.adapters.register_dumper(bool, BoolAsInteger)
-        conn.execute(f"SET lock_timeout = {int(self._busy_timeout_ms)}")
+        # lock_timeout 0 would wait forever; a busy timeout of 0 means "do not wait".
+        conn.execute(f"SET lock_timeout = {max(1, int(self._busy_timeout_ms))}")
         return conn
 
     @property
@@ -143,6 +144,8 @@ class PgConnection:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
+        if self._conn.closed or self._conn.broken:
+            return False  # nothing to commit or roll back on a lost connection
         return self._conn.info.transaction_status != TransactionStatus.IDLE
 
     def reopen_if_lost(self) -> None:
@@ -162,7 +165,7 @@ class PgConnection:
         try:
             self._conn.execute(WRITE_LOCK)
         except BaseException:
-            if not self._conn.closed:
+            if self.in_transaction:
                 self._conn.execute("ROLLBACK")
             raise
 
