@@ -219,7 +219,8 @@ def test_a_writer_waits_for_the_write_lock_up_to_its_busy_timeout(postgres_datab
         with psycopg.connect(postgres_database) as watcher:  # until the holder has the lock
             wait_for(
                 lambda: watcher.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                    "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+                    "WHERE locktype = 'advisory' AND granted AND datname = current_database()"
                 ).fetchone()[0],
                 timeout=10, what="the advisory write lock",
             )  # fmt: skip
