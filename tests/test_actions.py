@@ -34,9 +34,13 @@ ARTICLE = (
 )
 
 
+# Tests of the memory fixture run on each ledger backend (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 @pytest.fixture
-def memory(tmp_path: Path, clock: FakeClock) -> Iterator[Memory]:
-    opened = Memory(make_config(tmp_path / "home"), client="mcp:test", clock=clock)
+def memory(tmp_path: Path, clock: FakeClock, ledger_target: Path | str) -> Iterator[Memory]:
+    backend = {"ledger_url": ledger_target} if isinstance(ledger_target, str) else {}
+    opened = Memory(make_config(tmp_path / "home", **backend), client="mcp:test", clock=clock)
     yield opened
     opened.close()
 
@@ -47,8 +51,8 @@ def queue(memory: Memory) -> ActionQueue:
 
 
 def other_ledger(memory: Memory, clock: FakeClock, **options: Any) -> Ledger:
-    """A second connection to the same ledger file (another process, in effect)."""
-    return Ledger(memory.config.ledger_path, client="native-host", clock=clock, **options)
+    """A second connection to the same ledger (another process, in effect)."""
+    return Ledger(memory.config.ledger_target, client="native-host", clock=clock, **options)
 
 
 def event_trail(ledger: Ledger, action_id: int) -> list[tuple[str, str]]:
@@ -154,6 +158,7 @@ def test_unclaimed_and_unanswered_actions_expire_and_a_late_answer_still_counts(
     ]  # fmt: skip
 
 
+@pytest.mark.backends("sqlite")  # holds SQLite's file lock directly
 def test_an_idle_poll_reads_without_taking_the_write_lock(
     memory: Memory, clock: FakeClock
 ) -> None:

@@ -20,7 +20,8 @@ from backtrail.mcp_server.settings import McpSettings, config_overrides
 from backtrail.service import Memory
 from mcp_support import lean_config, text
 
-pytestmark = pytest.mark.anyio
+# Each test on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("sqlite", "postgresql")]
 
 
 @pytest.fixture
@@ -29,8 +30,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def holder(tmp_path: Path) -> Iterator[MemoryHolder]:
-    config = lean_config(tmp_path)
+def holder(tmp_path: Path, ledger_target: Path | str) -> Iterator[MemoryHolder]:
+    backend = {"ledger_url": ledger_target} if isinstance(ledger_target, str) else {}
+    config = lean_config(tmp_path, **backend)
     opened = MemoryHolder(lambda: Memory(config, client="mcp"))
     yield opened
     opened.close()

@@ -29,6 +29,7 @@ from helpers import LOREM, cached_embedder, make_config, share_model
 if TYPE_CHECKING:
     from conftest import FakeClock
 
+pytestmark = pytest.mark.backends("sqlite", "postgresql")  # the memory fixture's ledger
 T0 = 1_700_000_000
 DAY = 86_400
 ARTICLE = f"""<html lang="en"><head><title>Write-ahead logging explained</title>
@@ -39,8 +40,9 @@ ARTICLE = f"""<html lang="en"><head><title>Write-ahead logging explained</title>
 
 
 @pytest.fixture
-def memory(data_home: Path, clock: FakeClock) -> Iterator[Memory]:
-    with Memory(make_config(data_home), client="test", clock=clock) as opened:
+def memory(data_home: Path, clock: FakeClock, ledger_target: Path | str) -> Iterator[Memory]:
+    backend = {"ledger_url": ledger_target} if isinstance(ledger_target, str) else {}
+    with Memory(make_config(data_home, **backend), client="test", clock=clock) as opened:
         yield opened
 
 
@@ -77,7 +79,7 @@ def test_html_captures_are_acknowledged_before_extraction_and_searchable_after_i
 ) -> None:
     receipt = memory.capture_page("https://blog.example.com/wal", html=ARTICLE, visit={"tab_id": 1})
     assert (receipt.outcome, receipt.version, receipt.visit_id is not None) == ("queued", 0, True)
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         assert ledger.count_pending_captures() == 1
         assert memory.search("checkpoints copy the log").results[0].id == receipt.page_id
@@ -110,7 +112,7 @@ def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
     found = {r.url for r in memory.search("checkpoints copy the log", limit=20).results}
     assert {f"https://first.example/{n}" for n in range(3)} <= found
     assert len(arrived) == 3
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         assert ledger.count_pending_captures() == 3
     finally:
@@ -124,7 +126,7 @@ def test_a_steady_stream_of_html_captures_does_not_hold_back_the_text_commit(
 def test_forgetting_a_page_drops_its_queued_raw_html(memory: Memory) -> None:
     memory.capture_page("https://gone.example/p", html=ARTICLE)
     memory.forget(domain="gone.example")
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         assert ledger.count_pending_captures() == 0
     finally:
@@ -146,7 +148,7 @@ def test_a_capture_with_a_visit_is_one_transaction_with_an_event_each(
         "https://example.com/a", text="hello", title="A", visit={"tab_id": 4, "transition": "link"}
     )
     assert receipt.visit_id is not None
-    ledger = Ledger.open(memory.config.data_dir)
+    ledger = Ledger(memory.config.ledger_target)
     try:
         (visit,) = ledger.list_visits()
         assert (visit.tab_id, visit.visited_at) == (4, clock.now)
@@ -419,7 +421,7 @@ def test_the_ranking_does_not_depend_on_the_page_size(semantic: Memory) -> None:
 
 
 def test_a_page_stays_full_while_the_index_still_holds_pages_forgotten_elsewhere(
-    memory: Memory, data_home: Path
+    memory: Memory,
 ) -> None:
     for n in range(30):
         text = f"Lighthouse keeper log {n}: lamp trimmed, weather noted."
@@ -435,7 +437,7 @@ def test_a_page_stays_full_while_the_index_still_holds_pages_forgotten_elsewhere
     assert len(before) == 30
     # Another process forgets pages from the ledger; this one's index still holds them.
     gone = set(before[3:11]) | {before[15]}
-    with Ledger.open(data_home, client="other") as ledger:
+    with Ledger(memory.config.ledger_target, client="other") as ledger:
         for url in gone:
             ledger.forget(url=url)
     first = memory.search("lighthouse keeper", limit=10)
@@ -481,7 +483,7 @@ def test_results_never_include_what_the_ledger_no_longer_has(memory: Memory) -> 
     note = memory.add_note("ephemeral armadillo note")
     memory.capture_page("https://example.com/armadillo", text="armadillo page")
     assert len(memory.search("armadillo").results) == 2
-    other = Ledger.open(memory.config.data_dir, client="other-process")
+    other = Ledger(memory.config.ledger_target, client="other-process")
     try:  # another process deletes; nothing has indexed that yet
         other.delete_note(note.id)
         other.forget(url="https://example.com/armadillo")

@@ -30,15 +30,21 @@ ARTICLE = (
 )
 
 
+# Tests of the host fixture run on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "backtrail-home"
 
 
 @pytest.fixture
-def host(home: Path) -> Iterator[HostProcess]:
-    """A host that has answered hello (profile ``profile-1``)."""
-    with HostProcess(home) as process:
+def host(home: Path, ledger_target: Path | str) -> Iterator[HostProcess]:
+    """A host that has answered hello (profile ``profile-1``), on SQLite in ``home``, or
+    for tests marked ``backends(..., "postgresql")`` on a PostgreSQL ledger."""
+    backend = {"BACKTRAIL_LEDGER_URL": ledger_target} if isinstance(ledger_target, str) else {}
+    with HostProcess(home, env=backend) as process:
         process.hello()
         yield process
 
@@ -394,7 +400,7 @@ def test_forget_refuses_a_public_suffix_and_keeps_every_site_under_it(host: Host
 
 
 def test_skipped_pages_are_counted_per_rule_without_urls_and_shown_by_backtrail_stats(
-    host: HostProcess, home: Path
+    host: HostProcess, home: Path, ledger_target: Path | str
 ) -> None:
     for rule in ("*/login", "password field", "*/login"):
         answer = host.ok("skipped", rule=rule, time=VISIT_TIME)
@@ -403,6 +409,8 @@ def test_skipped_pages_are_counted_per_rule_without_urls_and_shown_by_backtrail_
     assert error_of(host.call("skipped", rule=7, time=VISIT_TIME))["code"] == 6
     assert host.wait() == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("BACKTRAIL_")}
+    if isinstance(ledger_target, str):  # the host's PostgreSQL ledger
+        env["BACKTRAIL_LEDGER_URL"] = ledger_target
     shown = subprocess.run(
         [str(Path(sys.executable).with_name("backtrail")), "stats", "--json"], capture_output=True,
         text=True, timeout=120, env={**env, "BACKTRAIL_HOME": str(home),

@@ -10,6 +10,9 @@ from backtrail.errors import InvalidInput, InvalidUrl, LimitExceeded
 from backtrail.store import Ledger, TabInput
 from store_support import T0, snapshot
 
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 # ---------------------------------------------------------------------- bad input
 
 BAD_CALLS: list[tuple[str, Callable[[Ledger], object], type[Exception], str]] = [

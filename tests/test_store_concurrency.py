@@ -1,4 +1,5 @@
-"""Concurrency: a ledger shared between threads, and four processes writing at once."""
+"""Concurrency: a ledger shared between threads, and four processes writing at once
+(compare-and-swap increments and captures) on one ledger file or PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from backtrail.errors import VersionConflict
-from backtrail.store import LEDGER_FILENAME, Ledger
+from backtrail.store import Ledger
 
 PYTHON_SRC = Path(__file__).resolve().parent.parent / "python"
+
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 # ------------------------------------------------------------------- concurrency
@@ -88,9 +94,9 @@ print(json.dumps({"captures": captures, "increments": increments, "conflicts": c
 """
 
 
-def test_four_processes_writing_at_once_lose_nothing(data_home: Path) -> None:
+def test_four_processes_writing_at_once_lose_nothing(ledger_target: Path | str) -> None:
     processes, ops = 4, 500
-    path = data_home / LEDGER_FILENAME  # not created yet: the workers race to create it
+    path = ledger_target  # not created yet (an empty database): the workers race to create it
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_SRC), *sys.path])}
     workers = [
         subprocess.Popen(

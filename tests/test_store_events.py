@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,6 +15,9 @@ from store_support import LONG_TEXT, T0
 
 if TYPE_CHECKING:
     from conftest import FakeClock
+
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 # ---------------------------------------------------------------- events, reads
@@ -45,12 +47,12 @@ def test_every_mutation_writes_exactly_one_event(ledger: Ledger) -> None:
         assert [e.action for e in events] == [action]
 
 
-def test_reads_are_logged_as_events_only_when_enabled(data_home: Path) -> None:
-    with Ledger.open() as quiet:
+def test_reads_are_logged_as_events_only_when_enabled(open_ledger: Callable[..., Ledger]) -> None:
+    with open_ledger() as quiet:
         quiet.set_fact("k", "v")
         quiet.get_fact("k")
         assert [e.action for e in quiet.list_events()] == ["fact.set"]
-    with Ledger.open(log_reads=True, client="auditor") as audited:
+    with open_ledger(log_reads=True, client="auditor") as audited:
         page = audited.capture_page("https://e.com/", text="t").page
         audited.get_fact("k")
         audited.list_facts("k")

@@ -3,7 +3,6 @@ and deletion."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,7 +12,12 @@ from backtrail.store import Ledger, Limits
 from store_support import T0, snapshot
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from conftest import FakeClock
+
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 # ------------------------------------------------------------------------- facts
@@ -107,8 +111,8 @@ def test_fact_key_and_value_limits_are_enforced_with_clear_errors(ledger: Ledger
     assert ledger.get_fact("big").version == 1
 
 
-def test_fact_value_limit_is_configurable(data_home: Path) -> None:
-    with Ledger.open(limits=Limits(max_fact_value_chars=4)) as ledger:
+def test_fact_value_limit_is_configurable(open_ledger: Callable[..., Ledger]) -> None:
+    with open_ledger(limits=Limits(max_fact_value_chars=4)) as ledger:
         ledger.set_fact("k", "1234")
         with pytest.raises(LimitExceeded, match="the limit is 4 characters"):
             ledger.set_fact("k", "12345")

@@ -16,6 +16,9 @@ from store_support import LONG_TEXT, T0
 if TYPE_CHECKING:
     from conftest import FakeClock
 
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 
 def file_bytes(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
@@ -177,6 +180,7 @@ def test_forget_rejects_bad_selector_values(ledger: Ledger) -> None:
         ledger.forget(everything=True, vacuum="sometimes")  # type: ignore[arg-type]
 
 
+@pytest.mark.backends("sqlite")  # SQLite's files; PostgreSQL's are its server's (docs/deploy.md)
 @pytest.mark.parametrize("vacuum", ["incremental", "full"])
 def test_forgotten_text_is_gone_from_the_database_and_wal_files(
     ledger: Ledger, vacuum: str

@@ -20,6 +20,9 @@ from store_support import T0
 if TYPE_CHECKING:
     from conftest import FakeClock
 
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
+
 
 # ----------------------------------------------------- highlights, notes, bookmarks
 

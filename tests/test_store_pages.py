@@ -4,7 +4,6 @@ visit imports without duplicates, dwell time and listing."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,7 +14,12 @@ from backtrail.store.versioning import content_hash, similarity
 from store_support import LONG_TEXT, T0, snapshot
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from conftest import FakeClock
+
+# Each test runs on SQLite and on PostgreSQL (conftest.py: ledger_target).
+pytestmark = pytest.mark.backends("sqlite", "postgresql")
 
 
 # ------------------------------------------------------------------------- pages
@@ -133,9 +137,9 @@ def test_similarity_threshold_separates_small_edits_from_rewrites() -> None:
 
 
 def test_versions_beyond_the_limit_are_pruned_oldest_first(
-    data_home: Path, clock: FakeClock
+    open_ledger: Callable[..., Ledger], clock: FakeClock
 ) -> None:
-    ledger = Ledger.open(clock=clock, limits=Limits(max_versions_per_page=3))
+    ledger = open_ledger(clock=clock, limits=Limits(max_versions_per_page=3))
     for word in ("apple", "river", "stone", "cloud", "forest"):
         ledger.capture_page("https://example.com/a", text=f"{word} " * 30)
     page = ledger.get_page("https://example.com/a")
@@ -144,8 +148,10 @@ def test_versions_beyond_the_limit_are_pruned_oldest_first(
     ledger.close()
 
 
-def test_page_text_is_capped_on_a_character_boundary(data_home: Path, clock: FakeClock) -> None:
-    ledger = Ledger.open(clock=clock, limits=Limits(max_text_bytes=11))
+def test_page_text_is_capped_on_a_character_boundary(
+    open_ledger: Callable[..., Ledger], clock: FakeClock
+) -> None:
+    ledger = open_ledger(clock=clock, limits=Limits(max_text_bytes=11))
     version = ledger.capture_page("https://example.com/a", text="ab€€€€").version  # € is 3 bytes
     assert (version.text, version.text_bytes, version.truncated) == ("ab€€€", 11, True)
     version = ledger.capture_page("https://example.com/b", text="a😀😀😀").version  # 4 bytes

@@ -22,6 +22,7 @@ that every field is documented.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import math
@@ -34,6 +35,7 @@ from typing import Any, NamedTuple
 from backtrail.errors import InvalidInput
 from backtrail.store import HOME_ENV, LEDGER_FILENAME, Limits, data_dir
 from backtrail.store.core import SYNCHRONOUS_MODES
+from backtrail.store.postgres import is_postgres_url, redact
 
 __all__ = [
     "Config", "Setting", "SETTINGS", "CONFIG_FILENAMES", "ENV_PREFIX", "HOME_ENV", "data_dir",
@@ -67,6 +69,13 @@ class Config:
         None,
         "Directory holding the ledger, the search index and config.toml. Default: "
         "$BACKTRAIL_HOME, else the platform's per-user data directory.",
+    )
+    ledger_url: str = _setting(
+        "",
+        "Where the ledger lives: empty for the SQLite file in the data directory, or a "
+        "postgresql://user@host:port/database URL (needs `pip install 'backtrail[postgres]'`; "
+        "keep the password in ~/.pgpass or PGPASSWORD, not here). The search index stays "
+        "local, in the data directory.",
     )
     busy_timeout_ms: int = _setting(
         10_000,
@@ -307,6 +316,12 @@ class Config:
             value = _check(spec.name, getattr(self, spec.name), spec.metadata.get("minimum"))
             object.__setattr__(self, spec.name, value)
         object.__setattr__(self, "data_dir", data_dir(self.data_dir, create=False))
+        if self.ledger_url and not is_postgres_url(self.ledger_url):
+            raise InvalidInput(
+                "ledger_url",
+                "must be a postgresql:// URL, or empty for the SQLite file in the data "
+                f"directory; got {redact(self.ledger_url)!r:.80}",
+            )
         if self.synchronous not in SYNCHRONOUS_MODES:
             raise InvalidInput(
                 "synchronous",
@@ -365,7 +380,19 @@ class Config:
         return self.home / LEDGER_FILENAME
 
     @property
+    def ledger_target(self) -> Path | str:
+        """What :class:`~backtrail.store.Ledger` opens: ``ledger_url`` when set, else
+        the ledger file."""
+        return self.ledger_url or self.ledger_path
+
+    @property
     def index_dir(self) -> Path:
+        """The local search index. An index derived from a PostgreSQL ledger has a
+        directory of its own per database (named by a digest of the URL without its
+        password), so switching ``ledger_url`` never serves another ledger's index."""
+        if self.ledger_url:
+            digest = hashlib.sha256(redact(self.ledger_url).encode("utf-8")).hexdigest()
+            return self.home / f"{INDEX_DIRNAME}-pg-{digest[:12]}"
         return self.home / INDEX_DIRNAME
 
     @property
@@ -394,7 +421,7 @@ class Config:
     def describe(self) -> list[dict[str, Any]]:
         """``[{name, value, default, help}]`` for every setting (JSON-safe values)."""
         return [
-            {"name": s.name, "value": _jsonable(getattr(self, s.name)),
+            {"name": s.name, "value": _jsonable(getattr(self, s.name), s.name),
              "default": _jsonable(s.default), "help": s.help}
             for s in SETTINGS
         ]  # fmt: skip
@@ -536,5 +563,7 @@ def _toml_loads(text: str, path: Path) -> Any:
     return tomllib.loads(text)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, name: str = "") -> Any:
+    if name == "ledger_url" and value:
+        return redact(value)
     return str(value) if isinstance(value, Path) else value

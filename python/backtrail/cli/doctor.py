@@ -30,10 +30,12 @@ __all__ = ["COMMANDS"]
 def doctor(app: App, no_model: bool, as_json: bool) -> None:
     """Check that everything is installed and healthy.
 
-    Looks at the data directory, the ledger's schema version, the index's health and
-    lag, the model files and their sha256, the onnxruntime library, the native-host
-    manifest of each browser, and the Claude Desktop configuration. Each problem comes
-    with what to do; the exit code is 1 if anything needs fixing.
+    Looks at the data directory, the ledger's schema version (with ledger_url set: that
+    the PostgreSQL server answers, and the schema its database holds, creating nothing),
+    the index's health and lag, the model files and their sha256, the onnxruntime
+    library, the native-host manifest of each browser, and the Claude Desktop
+    configuration. Each problem comes with what to do; the exit code is 1 if anything
+    needs fixing.
 
     \b
     Examples:

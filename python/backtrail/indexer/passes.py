@@ -115,7 +115,7 @@ class Indexer(VectorPhase):
         self.config = config
         self._embedder = embedder if embedder is not None else (lambda: None)
         self._ledger = Ledger(
-            config.ledger_path, client="backtrail-indexer",
+            config.ledger_target, client="backtrail-indexer",
             busy_timeout_ms=config.busy_timeout_ms, limits=config.limits(),
             synchronous=config.synchronous,
         )  # fmt: skip

@@ -47,7 +47,7 @@ def main(
     """``backtrail mcp`` and ``python -m backtrail.mcp_server``: settings from the
     environment and ``overrides`` (those not ``None``), logs on stderr, then serve until
     the client leaves. A setting or token problem is one line on stderr and exit
-    status 2."""
+    status 2; a PostgreSQL ledger that cannot be reached, one line and status 1."""
     from backtrail.config import Config
     from backtrail.errors import BacktrailError
     from backtrail.mcp_server.http import AuthSetupError, load_tokens
@@ -62,7 +62,9 @@ def main(
         changes = config_overrides()
         if lean:
             changes["embeddings"] = False
-        serve_settings(Config.load(data_dir, overrides=changes), settings)
+        config = Config.load(data_dir, overrides=changes)
+        _require_ledger(config)
+        serve_settings(config, settings)
     except (AuthSetupError, ValueError) as error:
         _fail(str(error))
     except BacktrailError as error:
@@ -71,9 +73,24 @@ def main(
         raise SystemExit(130) from None
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, status: int = 2) -> NoReturn:
     sys.stderr.write(f"backtrail mcp: {message}\n")
-    raise SystemExit(2)
+    raise SystemExit(status)
+
+
+def _require_ledger(config: Config) -> None:
+    """A PostgreSQL ledger that cannot be reached stops the server before it serves
+    anyone: exit status 1, so a service manager tries again (the database may still be
+    starting); a ledger from a newer Backtrail is a setup problem (2)."""
+    from backtrail.errors import SchemaTooNew, StoreError
+    from backtrail.service import health
+
+    try:
+        health.require_ledger(config)
+    except SchemaTooNew:
+        raise
+    except StoreError as error:
+        _fail(error.message, status=1)
 
 
 def serve(

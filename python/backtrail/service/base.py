@@ -51,7 +51,7 @@ class MemoryBase:
         self._clock = clock if clock is not None else time.time
         cfg = self.config
         self._ledger = Ledger(
-            cfg.ledger_path, client=client, busy_timeout_ms=cfg.busy_timeout_ms,
+            cfg.ledger_target, client=client, busy_timeout_ms=cfg.busy_timeout_ms,
             limits=cfg.limits(), clock=clock, log_reads=cfg.log_reads,
             synchronous=cfg.synchronous,
         )  # fmt: skip

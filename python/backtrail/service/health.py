@@ -1,7 +1,7 @@
 """Health checks of Backtrail's own parts behind ``backtrail doctor``: the data
-directory, the ledger and its schema, the index and its lag, the model files and
-onnxruntime. Checks only look: a missing data directory or ledger is reported, never
-created.
+directory, the ledger and its schema (on a configured PostgreSQL server: reachable, and
+its schema version), the index and its lag, the model files and onnxruntime. Checks
+only look: a missing data directory or ledger is reported, never created.
 
 Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | None}``.
 """
@@ -12,12 +12,13 @@ import os
 from typing import Any
 
 from backtrail.config import Config
-from backtrail.errors import BacktrailError
+from backtrail.errors import BacktrailError, SchemaTooNew
 from backtrail.indexer import embedding
 from backtrail.service.memory import Memory
 from backtrail.store import SCHEMA_VERSION
+from backtrail.store.postgres import probe, redact
 
-__all__ = ["Check", "check", "health_checks"]
+__all__ = ["Check", "check", "health_checks", "require_ledger"]
 
 Check = dict[str, Any]
 
@@ -47,9 +48,53 @@ def _data_dir(config: Config) -> Check:
     return check("data directory", True, str(home))
 
 
+def require_ledger(config: Config) -> None:
+    """For a server, before it answers anyone: a configured PostgreSQL ledger must be
+    reachable and not newer than this Backtrail (``StoreError`` / ``SchemaTooNew``
+    otherwise), so a bad ``ledger_url`` stops it at start instead of failing every call.
+    A SQLite ledger is opened on first use, as before."""
+    if config.ledger_url:
+        _, schema = probe(config.ledger_url)
+        if schema > SCHEMA_VERSION:
+            raise SchemaTooNew(schema, SCHEMA_VERSION)
+
+
+def _postgres(config: Config) -> list[Check]:
+    """A configured PostgreSQL ledger: reachable, and its schema (nothing is created)."""
+    where = redact(config.ledger_url)
+    try:
+        server, schema = probe(config.ledger_url)
+    except BacktrailError as error:
+        fix = (
+            "check ledger_url (BACKTRAIL_LEDGER_URL), that the server is running and that it "
+            "accepts this user (password in ~/.pgpass or PGPASSWORD)"
+        )
+        return [check("postgresql", False, error.message, fix)]
+    results = [check("postgresql", True, f"{where}: PostgreSQL {server}")]
+    if schema == 0:
+        results.append(
+            check("ledger", True, "empty database (the schema is created on first use)")
+        )
+    elif schema > SCHEMA_VERSION:
+        results.append(
+            check("schema version", False, f"{schema} (this Backtrail: {SCHEMA_VERSION})",
+                  "upgrade Backtrail")
+        )  # fmt: skip
+    return results
+
+
 def _store(config: Config) -> list[Check]:
+    if config.ledger_url:
+        found = _postgres(config)
+        if not all(item["ok"] for item in found) or found[-1]["check"] == "ledger":
+            return found
+        return found + _ledger(config)
     if not config.ledger_path.exists():
         return [check("ledger", True, "no ledger yet (created on first capture or import)")]
+    return _ledger(config)
+
+
+def _ledger(config: Config) -> list[Check]:
     try:
         memory = Memory(
             config.replace(background_indexing=False, embeddings=False), client="doctor"
@@ -61,7 +106,7 @@ def _store(config: Config) -> list[Check]:
             stats = memory.stats()
         except BacktrailError as error:
             return [
-                check("ledger", True, str(config.ledger_path)),
+                check("ledger", True, redact(str(config.ledger_target))),
                 check("index", False, error.message, "run `backtrail reindex`"),
             ]
         ledger = stats.ledger

@@ -161,7 +161,7 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
         the contention demo of mcp-memory-bridge's ``lock_hold``."""
         cfg = self.config
         holder = Ledger(
-            cfg.ledger_path, client=client or self._ledger.client,
+            cfg.ledger_target, client=client or self._ledger.client,
             busy_timeout_ms=cfg.busy_timeout_ms,
             limits=cfg.limits(), clock=self._clock, synchronous=cfg.synchronous,
         )  # fmt: skip

@@ -1,4 +1,5 @@
-"""The ledger (the store layer): SQLite in WAL mode, the single source of truth.
+"""The ledger (the store layer): SQLite in WAL mode (or PostgreSQL, given a
+``postgresql://`` URL), the single source of truth.
 
 ``from backtrail.store import Ledger`` is all most callers need; the records it
 returns and the :class:`Limits` it enforces live in :mod:`backtrail.store.models`.
@@ -6,7 +7,8 @@ returns and the :class:`Limits` it enforces live in :mod:`backtrail.store.models
 Module map: ``core`` (connection, transactions, events, change feed), ``pages`` (pages,
 versions, visits), ``items`` (highlights, notes, bookmarks), ``tabs``, ``facts``,
 ``actions`` (browser actions proposed by assistants), ``forget``, ``schema`` (DDL and
-migrations), ``versioning`` (when a capture is a new version), ``checks`` (input
+migrations; ``schema_pg`` on PostgreSQL), ``postgres`` (the PostgreSQL connection),
+``versioning`` (when a capture is a new version), ``checks`` (input
 validation), ``paths`` (data directory), ``ledger`` (the class that puts them together,
 plus settings, stats and change-feed reads).
 """

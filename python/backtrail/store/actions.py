@@ -118,13 +118,13 @@ class ActionsMixin(LedgerCore):
             _, canonical, domain = checks.web_url(url)
         now = self._now()
         with self._write() as conn:
-            cursor = conn.execute(
+            action_id = self._insert(
+                conn,
                 "INSERT INTO actions (type, payload, status, client, profile, canonical_url, "
                 "domain, created_at, updated_at, expires_at) "
                 "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
                 (kind, encoded, self._client, owner, canonical, domain, now, now, now + seconds),
             )
-            action_id = int(cursor.lastrowid or 0)
             self._event(conn, "action.create", "action", action_id, {"type": kind})
             row = conn.execute("SELECT * FROM actions WHERE id = ?", (action_id,)).fetchone()
         return _action(row)

@@ -9,6 +9,11 @@ mode (readers never block the writer), every write transaction starts with
 a lock upgrade) and waits up to ``busy_timeout_ms`` for other writers before raising
 ``StoreBusy``. Every mutation writes its audit event and its change-feed rows in the same
 transaction as the data.
+
+Given a ``postgresql://`` URL instead of a path, the ledger lives on PostgreSQL
+(:mod:`backtrail.store.postgres`): the same calls, the same serialised writers (an
+advisory lock taken first in every write transaction, waited for up to the busy
+timeout), its own frozen schema (:mod:`backtrail.store.schema_pg`).
 """
 
 from __future__ import annotations
@@ -25,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from backtrail.errors import BacktrailError, InvalidInput, StoreBusy, StoreError
-from backtrail.store import checks
+from backtrail.store import checks, postgres, schema_pg
 from backtrail.store.models import Event, Limits
-from backtrail.store.schema import migrate
+from backtrail.store.schema import SCHEMA_VERSION, migrate, user_version
 from backtrail.urls import domain_matches, url_host
 
 __all__ = ["LedgerCore", "SYNCHRONOUS_MODES"]
@@ -72,6 +77,8 @@ class LedgerCore:
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise InvalidInput("path", f"must be a path, not {type(path).__name__}")
+        self._pg = postgres.is_postgres_url(path)
+        self._db_errors: tuple[type[BaseException], ...] = ()  # the driver's, on PostgreSQL
         self._limits = limits if limits is not None else Limits()
         self._client = checks.label(client, "client", self._limits.max_label_chars)
         self._busy_timeout_ms = checks.integer(busy_timeout_ms, "busy_timeout_ms", minimum=0)
@@ -81,11 +88,21 @@ class LedgerCore:
         self._lock = threading.RLock()
         self._txn: str | None = None  # None, "read" or "write"
         self._depth = 0
-        self.path = Path(path).absolute()
-        self._conn = self._connect()
+        self.path = Path(path).absolute() if not self._pg else Path(os.devnull)
+        """The ledger file (on PostgreSQL: :data:`os.devnull`, no file; see ``location``)."""
+        self.location = postgres.redact(str(path)) if self._pg else str(self.path)
+        """Where the ledger lives: the file, or the PostgreSQL URL without its password."""
+        if self._pg:
+            self._conn: Any = postgres.PgConnection(str(path), self._busy_timeout_ms)
+            self._db_errors = postgres.error_types()
+        else:
+            self._conn = self._connect()
         try:
             with self._errors():
-                migrate(self._conn, self._now())
+                if self._pg:
+                    schema_pg.migrate(self._conn, self._now(), SCHEMA_VERSION)
+                else:
+                    migrate(self._conn, self._now())
         except BaseException:
             self._conn.close()
             raise
@@ -179,6 +196,8 @@ class LedgerCore:
             raise StoreError(f"ledger error: {error}") from error
         except sqlite3.Error as error:
             raise StoreError(f"ledger error: {error}") from error
+        except self._db_errors as error:
+            raise postgres.translate(error, self._busy_timeout_ms) from error
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -208,7 +227,11 @@ class LedgerCore:
                 finally:
                     self._depth -= 1
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            if self._pg:
+                self._conn.reopen_if_lost()
+                self._conn.begin_write()
+            else:
+                self._conn.execute("BEGIN IMMEDIATE")
             self._txn = "write"
             try:
                 yield self._conn
@@ -227,7 +250,11 @@ class LedgerCore:
             if self._txn is not None:
                 yield self._conn
                 return
-            self._conn.execute("BEGIN")
+            if self._pg:
+                self._conn.reopen_if_lost()
+                self._conn.begin_read()
+            else:
+                self._conn.execute("BEGIN")
             self._txn = "read"
             try:
                 yield self._conn
@@ -235,6 +262,15 @@ class LedgerCore:
                 self._txn = None
                 if self._conn.in_transaction:
                     self._conn.execute("COMMIT")
+
+    def _insert(self, conn: Any, sql: str, params: Any) -> int:
+        """Run one ``INSERT`` and return the new row's id."""
+        if self._pg:
+            return int(conn.execute(sql + " RETURNING id", params).fetchone()[0])
+        return int(conn.execute(sql, params).lastrowid or 0)
+
+    def _schema_version(self, conn: Any) -> int:
+        return schema_pg.user_version(conn) if self._pg else user_version(conn)
 
     # ------------------------------------------------------- events and changes
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from backtrail.errors import FactNotFound, InvalidInput, KeyExists, VersionConflict
 from backtrail.store import checks
-from backtrail.store.core import LedgerCore
+from backtrail.store.core import LedgerCore, _starts_with_casefold
 from backtrail.store.models import Event, Fact
 
 __all__ = ["FactsMixin"]
@@ -107,12 +107,13 @@ class FactsMixin(LedgerCore):
                 raise VersionConflict(name, expected_value, row["value"] if live else None, "value")
             now = self._now()
             if row is None:
-                cursor = conn.execute(
+                fact_id = self._insert(
+                    conn,
                     "INSERT INTO facts (key, value, version, client, created_at, updated_at) "
                     "VALUES (?, ?, 1, ?, ?, ?)",
                     (name, text, self._client, now, now),
                 )
-                fact_id, version = int(cursor.lastrowid or 0), 1
+                version = 1
             else:
                 fact_id, version = int(row["id"]), int(row["version"]) + 1
                 conn.execute(
@@ -161,15 +162,23 @@ class FactsMixin(LedgerCore):
         fold = checks.boolean(case_insensitive, "case_insensitive")
         count = checks.limit(limit)
         skip = checks.integer(offset, "offset", minimum=0)
-        condition = (
-            "bt_startswith_ci(key, ?)" if fold else "substr(key, 1, length(?)) = ?1"
-        )
         with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM facts WHERE deleted_at IS NULL AND {condition} "
-                "ORDER BY key LIMIT ? OFFSET ?",
-                (prefix, count, skip),
-            ).fetchall()
+            if fold and self._pg:  # no Unicode case folding in SQL: compare here
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM facts WHERE deleted_at IS NULL ORDER BY key"
+                ).fetchall()
+                rows = [row for row in rows if _starts_with_casefold(row["key"], prefix)]
+                rows = rows[skip : skip + count]
+            else:
+                condition, params = (
+                    ("bt_startswith_ci(key, ?)", (prefix,)) if fold
+                    else ("substr(key, 1, length(?)) = ?", (prefix, prefix))
+                )  # fmt: skip
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM facts WHERE deleted_at IS NULL AND {condition} "
+                    "ORDER BY key LIMIT ? OFFSET ?",
+                    (*params, count, skip),
+                ).fetchall()
         self._log_read("facts.list", "fact", prefix or None, log=log)
         return [_fact(row) for row in rows]
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from backtrail.errors import BacktrailError, InvalidInput
 from backtrail.store import checks
-from backtrail.store.core import LedgerCore
+from backtrail.store.core import LedgerCore, _domain_match, _host_or_none
 from backtrail.store.models import ForgetResult, VacuumMode
 from backtrail.urls import site_domain
 
@@ -49,6 +49,13 @@ _END_OF_TIME = checks.MAX_TIMESTAMP + 1
 _VACUUM_MODES = ("none", "incremental", "full")
 # Tables with canonical_url/domain columns, and their change-feed entity type.
 _URL_TABLES = (("highlights", "highlight"), ("notes", "note"), ("bookmarks", "bookmark"))
+# Visits whose referrer is on a site (SQLite; PostgreSQL matches them in Python).
+_REFERRER_ON_SITE = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
+# What forget deletes from, vacuumed afterwards on PostgreSQL.
+_PURGED_TABLES = (
+    "pages", "page_versions", "visits", "raw_captures", "highlights", "notes", "bookmarks",
+    "tabs", "actions", "facts", "events",
+)  # fmt: skip
 
 
 class ForgetMixin(LedgerCore):
@@ -93,7 +100,7 @@ class ForgetMixin(LedgerCore):
             name = site_domain(domain)
             where = "(domain = ? OR domain LIKE ? ESCAPE '\\')"
             params = [name, "%." + name.replace("_", "\\_")]
-            referrer_where = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
+            referrer_where = _REFERRER_ON_SITE
             referrer_params = [name]
         elif kind == "time_range":
             start = 0 if since is None else checks.timestamp(since, "since")
@@ -102,7 +109,7 @@ class ForgetMixin(LedgerCore):
                 raise InvalidInput("until", f"must be later than since ({start}), got {end}")
             details = {"since": since, "until": until}
         else:
-            where, params, referrer_where, referrer_params = "1", [], "0", []
+            where, params, referrer_where, referrer_params = "TRUE", [], "FALSE", []
         with self._write() as conn:
             if kind == "time_range":
                 counts = self._forget_range(conn, start, end)
@@ -155,10 +162,27 @@ class ForgetMixin(LedgerCore):
             counts[table] = self._delete_ids(conn, table, entity_type, ids)
         counts["tabs"] = conn.execute(f"DELETE FROM tabs WHERE {where}", params).rowcount
         counts["actions"] = conn.execute(f"DELETE FROM actions WHERE {where}", params).rowcount
-        counts["referrers_cleared"] = conn.execute(
-            f"UPDATE visits SET referrer = NULL WHERE {referrer_where}", referrer_params
-        ).rowcount
+        if self._pg and referrer_where == _REFERRER_ON_SITE:
+            counts["referrers_cleared"] = self._clear_referrers_on(conn, referrer_params[0])
+        else:
+            counts["referrers_cleared"] = conn.execute(
+                f"UPDATE visits SET referrer = NULL WHERE {referrer_where}", referrer_params
+            ).rowcount
         return counts
+
+    def _clear_referrers_on(self, conn: sqlite3.Connection, site: str) -> int:
+        """On PostgreSQL, which has no URL parsing in SQL (SQLite calls ``bt_host``):
+        clear the referrers on ``site`` or its subdomains, matched here."""
+        rows = conn.execute("SELECT id, referrer FROM visits WHERE referrer IS NOT NULL")
+        ids = [r["id"] for r in rows if _domain_match(_host_or_none(r["referrer"]), site)]
+        cleared = 0
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            cleared += conn.execute(
+                f"UPDATE visits SET referrer = NULL WHERE id IN ({marks})", chunk
+            ).rowcount
+        return cleared
 
     def _forget_range(self, conn: sqlite3.Connection, start: int, end: int) -> dict[str, int]:
         affected = set(
@@ -269,7 +293,10 @@ class ForgetMixin(LedgerCore):
             self._change(conn, "fact", fact_id, "delete")
         conn.execute("DELETE FROM facts")
         conn.execute(
-            "UPDATE events SET details = json_remove(details, '$.value', '$.expected_value', "
+            "UPDATE events SET details = (details::jsonb - 'value' - 'expected_value' - 'query')"
+            "::text WHERE target_type = 'fact'"
+            if self._pg
+            else "UPDATE events SET details = json_remove(details, '$.value', '$.expected_value', "
             "'$.query') WHERE target_type = 'fact'"
         )
         return len(live)
@@ -277,7 +304,11 @@ class ForgetMixin(LedgerCore):
     # ----------------------------------------------------------------- on disk
 
     def _purge(self, mode: str) -> bool:
-        """Release freed pages and truncate the WAL; True if no old copy is left."""
+        """Release freed pages and truncate the WAL; True if no old copy is left. On
+        PostgreSQL: VACUUM (FULL for ``full``) the ledger's tables, so the deleted rows'
+        space is reclaimed; the server's own WAL and backups are its operator's."""
+        if self._pg:
+            return self._purge_pg(mode)
         with self._lock:
             try:
                 with self._errors():
@@ -290,9 +321,25 @@ class ForgetMixin(LedgerCore):
                 logger.warning("forget succeeded but the file could not be compacted: %s", error)
                 return False
 
+    def _purge_pg(self, mode: str) -> bool:
+        if mode == "none":
+            return False
+        command = "VACUUM (FULL)" if mode == "full" else "VACUUM"
+        with self._lock:
+            try:
+                with self._errors():
+                    self._conn.execute(f"{command} {', '.join(_PURGED_TABLES)}")
+                return True
+            except BacktrailError as error:
+                logger.warning("forget succeeded but the tables could not be vacuumed: %s", error)
+                return False
+
     def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it. Returns False when
-        another process's open read kept it from finishing (within the busy timeout)."""
+        another process's open read kept it from finishing (within the busy timeout).
+        On PostgreSQL the server checkpoints its own WAL: True, nothing to do."""
+        if self._pg:
+            return True
         with self._lock, self._errors():
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:

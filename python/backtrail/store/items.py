@@ -93,13 +93,13 @@ class ItemsMixin(LedgerCore):
                 ).fetchone()
                 if row is not None:
                     return _highlight(row)
-            cursor = conn.execute(
+            highlight_id = self._insert(
+                conn,
                 "INSERT INTO highlights (url, canonical_url, domain, text, context, note, "
                 "created_at, updated_at, external_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (original, canonical, domain, body, around or None, remark or None, at, at,
                  external),
             )  # fmt: skip
-            highlight_id = int(cursor.lastrowid or 0)
             self._change(conn, "highlight", highlight_id)
             self._event(
                 conn, "highlight.add", "highlight", highlight_id, {"chars": len(body)}
@@ -207,12 +207,12 @@ class ItemsMixin(LedgerCore):
                 found = row.fetchone()
                 if found is not None:
                     return _note(found)
-            cursor = conn.execute(
+            note_id = self._insert(
+                conn,
                 "INSERT INTO notes (content, url, canonical_url, domain, created_at, updated_at, "
                 "external_id, author) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (body, original, canonical, domain, at, at, external, writer),
             )
-            note_id = int(cursor.lastrowid or 0)
             self._change(conn, "note", note_id)
             self._event(conn, "note.add", "note", note_id, {"chars": len(body)})
             found = conn.execute("SELECT * FROM notes WHERE id = ?", (note_id,)).fetchone()
@@ -296,14 +296,14 @@ class ItemsMixin(LedgerCore):
             (profile, values["browser_id"]),
         ).fetchone()
         if row is None:
-            cursor = conn.execute(
+            bookmark_id = self._insert(
+                conn,
                 "INSERT INTO bookmarks (profile, browser_id, url, canonical_url, domain, title, "
                 "folder, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (profile, values["browser_id"], values["url"], values["canonical_url"],
                  values["domain"], values["title"], values["folder"],
                  values["created_at"] if values["created_at"] is not None else now, now),
             )  # fmt: skip
-            bookmark_id = int(cursor.lastrowid or 0)
             self._change(conn, "bookmark", bookmark_id)
             return bookmark_id, "added"
         fields = ("url", "canonical_url", "domain", "title", "folder")

@@ -1,4 +1,5 @@
-"""The :class:`Ledger`: Backtrail's single source of truth on disk."""
+"""The :class:`Ledger`: Backtrail's single source of truth, in a SQLite file or on a
+PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from backtrail.store.items import ItemsMixin
 from backtrail.store.models import Change, Stats
 from backtrail.store.pages import PagesMixin
 from backtrail.store.paths import ledger_path
-from backtrail.store.schema import user_version
 from backtrail.store.tabs import TabsMixin
 
 __all__ = ["Ledger"]
@@ -27,12 +27,14 @@ _MISSING = object()
 
 
 class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, ForgetMixin):
-    """The SQLite ledger: pages and versions, visits, bookmarks, highlights, notes, open
+    """The ledger: pages and versions, visits, bookmarks, highlights, notes, open
     tabs, facts, browser actions, settings, the audit log and the change feed.
 
     ``Ledger(path, client=..., busy_timeout_ms=10_000, limits=Limits(), clock=time.time,
     log_reads=False, synchronous="full")`` opens (creating and migrating as needed) the
-    file at ``path``; :meth:`open` finds it in the data directory. One connection per
+    SQLite file at ``path``, or, when ``path`` is a ``postgresql://`` URL, that database
+    (:mod:`backtrail.store.postgres`; ``synchronous`` is then the server's business);
+    :meth:`open` finds the file in the data directory. One connection per
     ledger; calls are serialised, so share a ledger between threads only if one call at
     a time is enough. Any number of processes may open the same file.
 
@@ -139,22 +141,28 @@ class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, Forget
             # Queued captures count too: acknowledged, but not yet extracted into a version.
             last_capture = conn.execute(
                 "SELECT MAX(at) FROM (SELECT MAX(last_captured_at) AS at FROM pages "
-                "UNION ALL SELECT MAX(captured_at) FROM raw_captures)"
+                "UNION ALL SELECT MAX(captured_at) FROM raw_captures) AS captures"
             ).fetchone()[0]
             last_visit = conn.execute("SELECT MAX(visited_at) FROM visits").fetchone()[0]
-            page_count = conn.execute("PRAGMA page_count").fetchone()[0]
-            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            if self._pg:  # the database's size; the server keeps its own write-ahead log
+                db_bytes = conn.execute("SELECT pg_database_size(current_database())")
+                db_bytes, wal_bytes = int(db_bytes.fetchone()[0]), 0
+            else:
+                page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+                page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+                db_bytes = int(page_count) * int(page_size)
+                wal = self.path.with_name(self.path.name + "-wal")
+                wal_bytes = wal.stat().st_size if wal.exists() else 0
             max_seq = conn.execute("SELECT MAX(seq) FROM changes").fetchone()[0] or 0
-            version = user_version(conn)
-        wal = self.path.with_name(self.path.name + "-wal")
+            version = self._schema_version(conn)
         return Stats(
-            path=str(self.path),
+            path=self.location,
             schema_version=version,
             counts=counts,
             last_capture_at=last_capture,
             last_visit_at=last_visit,
-            db_bytes=int(page_count) * int(page_size),
-            wal_bytes=wal.stat().st_size if wal.exists() else 0,
+            db_bytes=db_bytes,
+            wal_bytes=wal_bytes,
             max_change_seq=int(max_seq),
         )
 

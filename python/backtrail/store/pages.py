@@ -239,12 +239,12 @@ class PagesMixin(LedgerCore):
                 "last_seen = MAX(last_seen, ?) WHERE id = ?",
                 (clean_title, at, at, page_id),
             )
-            cursor = conn.execute(
+            raw_id = self._insert(
+                conn,
                 "INSERT INTO raw_captures (page_id, url, html, title, language, captured_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (page_id, original, blob, clean_title, clean_language, at),
             )
-            raw_id = int(cursor.lastrowid or 0)
             if created:
                 self._change(conn, "page", page_id, "upsert", "content")
             self._event(conn, "page.capture_queued", "page", page_id, {"bytes": len(blob)})
@@ -311,12 +311,13 @@ class PagesMixin(LedgerCore):
         row = conn.execute("SELECT id FROM pages WHERE canonical_url = ?", (canonical,)).fetchone()
         if row is not None:
             return int(row["id"]), False
-        cursor = conn.execute(
+        page_id = self._insert(
+            conn,
             "INSERT INTO pages (canonical_url, url, domain, first_seen, last_seen) "
             "VALUES (?, ?, ?, ?, ?)",
             (canonical, url, domain, at, at),
         )
-        return int(cursor.lastrowid or 0), True
+        return page_id, True
 
     def _insert_version(
         self,
@@ -488,7 +489,8 @@ class PagesMixin(LedgerCore):
             ).fetchone()
             if existing is not None:
                 return int(existing["id"]), page_id, False, False
-        cursor = conn.execute(
+        visit_id = self._insert(
+            conn,
             "INSERT INTO visits (page_id, visited_at, tab_id, window_id, transition, referrer, "
             "dwell_ms, source, external_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (page_id, visit.visited_at, visit.tab_id, visit.window_id, visit.transition,
@@ -504,7 +506,7 @@ class PagesMixin(LedgerCore):
              page_id),
         )  # fmt: skip
         self._change(conn, "page", page_id, "upsert", "content" if page_created else "stats")
-        return int(cursor.lastrowid or 0), page_id, True, page_created
+        return visit_id, page_id, True, page_created
 
     def set_visit_dwell(self, visit_id: int, dwell_ms: int) -> Visit:
         """Set a visit's active dwell time (ms), known only when the user leaves the

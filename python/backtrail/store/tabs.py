@@ -35,6 +35,15 @@ _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):(//([^/?#\\]*))?", re.IGNORECASE)
 _NO_GROUP = -1  # chrome.tabGroups.TAB_GROUP_ID_NONE
 
 
+# PostgreSQL has no INSERT OR REPLACE; a tab row has no other unique key, so updating
+# every column on a (profile, tab_id) conflict stores the same row.
+_PG_REPLACE = " ON CONFLICT (profile, tab_id) DO UPDATE SET " + ", ".join(
+    f"{column} = excluded.{column}"
+    for column in ("window_id", "tab_index", "url", "canonical_url", "domain", "title", "active",
+                   "pinned", "group_id", "last_accessed", "updated_at")
+)  # fmt: skip
+
+
 def _tab(row: sqlite3.Row) -> Tab:
     values = {key: row[key] for key in row.keys()}
     values["index"] = values.pop("tab_index")
@@ -84,9 +93,11 @@ class TabsMixin(LedgerCore):
 
     def _put_tab(self, conn: sqlite3.Connection, profile: str, values: dict[str, Any]) -> None:
         conn.execute(
-            "INSERT OR REPLACE INTO tabs (profile, tab_id, window_id, tab_index, url, "
+            ("INSERT INTO tabs" if self._pg else "INSERT OR REPLACE INTO tabs")
+            + " (profile, tab_id, window_id, tab_index, url, "
             "canonical_url, domain, title, active, pinned, group_id, last_accessed, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            + (_PG_REPLACE if self._pg else ""),
             (profile, values["tab_id"], values["window_id"], values["tab_index"], values["url"],
              values["canonical_url"], values["domain"], values["title"], values["active"],
              values["pinned"], values["group_id"], values["last_accessed"], self._now()),
