@@ -116,8 +116,8 @@ class ItemsMixin(LedgerCore):
         prefix = checks.label(prefix, "prefix", 200)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT external_id FROM {table} WHERE substr(external_id, 1, length(?)) = ?1",
-                (prefix,),
+                f"SELECT external_id FROM {table} WHERE substr(external_id, 1, length(?)) = ?",
+                (prefix, prefix),
             ).fetchall()
         return {row[0] for row in rows}
 
