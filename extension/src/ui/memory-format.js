@@ -129,6 +129,7 @@ export function chartBars(days, start, end, { width = 720, height = 120, locale 
     return { x: i * step, y: height - h, width: Math.max(1, step - 1), height: h, time, visits };
   });
   const ticks = bars
+    .filter((bar) => bar.x < width - 48) // a label at the right edge would be cut off
     .filter((bar) => (slots.length > 45 ? new Date(bar.time).getDate() === 1 : new Date(bar.time).getDay() === 1))
     .map((bar) => ({ x: bar.x, label: new Date(bar.time).toLocaleDateString(locale, { month: "short", ...(slots.length > 45 ? {} : { day: "numeric" }) }) }));
   return { bars, max, ticks };
