@@ -10,7 +10,7 @@ import { VisitBook } from "./visits.js";
 import { gate, mergeSettings, normalizeSettings } from "./rules.js";
 import { effectiveRules, canonicalUrl, normalizeDomain, domainMatches } from "./urls.js";
 import { badgeFor } from "./badge.js";
-import { TYPES, byteSize, detectBrowser, forgetFields, frame, helloFields, newId, queueOptions, searchFields } from "./protocol.js";
+import { MEMORY_READS, TYPES, byteSize, detectBrowser, forgetFields, frame, helloFields, newId, queueOptions, searchFields } from "./protocol.js";
 import { validateAction, performAction } from "./actions.js";
 import { Capture } from "./capture.js";
 import { Sync } from "./sync.js";
@@ -305,6 +305,12 @@ export class App {
 
   hostStatus() {
     return this.courier.request("status", {});
+  }
+
+  /** One of the memory page's read-only requests (recent, timeline, page_get, ...). */
+  memoryRead(type, fields) {
+    if (!MEMORY_READS.includes(type)) return Promise.reject(new Error(`${JSON.stringify(type)} is not a memory request`));
+    return this.courier.request(type, fields && typeof fields === "object" ? fields : {});
   }
 
   exportPage(cursor) {

@@ -6,12 +6,15 @@ import { ext } from "./ext.js";
 import { App } from "./app.js";
 import { createRouter } from "./router.js";
 import { routes } from "./routes.js";
+import { memoryUrl, registerLaunchers } from "./launchers.js";
 
 const app = new App(ext);
 const route = createRouter(routes(app), {
   extensionId: ext.runtimeId,
   extensionOrigin: ext.extensionUrl(""),
 });
+
+const launchers = registerLaunchers(app, ext); // the keyboard shortcut and the omnibox keyword `bt`
 
 const MENU_SAVE = "backtrail-save-selection";
 const MENU_SAVE_NOTE = "backtrail-save-selection-note";
@@ -101,5 +104,10 @@ app.ready.then(() => {
     backfillHistory: (days) => app.sync.backfillHistory(days),
     importBookmarks: () => app.sync.importBookmarks(),
     reconnect: () => app.courier.connect({ force: true }),
+    memoryUrl: (options) => memoryUrl(ext, options),
+    // The listeners of chrome.commands / chrome.omnibox, which DevTools cannot fire.
+    command: (name) => launchers.command(name).then(() => null),
+    omniboxInput: (text) => launchers.inputChanged(text, () => {}),
+    omniboxEnter: (text, disposition) => launchers.inputEntered(text, disposition).then(() => null),
   };
 });

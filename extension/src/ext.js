@@ -53,6 +53,7 @@ export const ext = {
     query: (query) => chrome.tabs.query(query),
     get: (tabId) => chrome.tabs.get(tabId),
     create: (props) => chrome.tabs.create(props),
+    update: (tabId, props) => chrome.tabs.update(tabId, props),
     remove: (tabIds) => chrome.tabs.remove(tabIds),
     group: (options) => chrome.tabs.group(options),
     activeTab: async () => (await chrome.tabs.query({ active: true, lastFocusedWindow: true }))[0] ?? null,
@@ -104,6 +105,9 @@ export const ext = {
     clear: (name) => chrome.alarms.clear(name),
   },
   openOptions: () => chrome.runtime.openOptionsPage(),
+  omnibox: {
+    setDefault: (description) => chrome.omnibox.setDefaultSuggestion({ description }),
+  },
   /** navigator.userAgentData brands + whether Brave's API is present. */
   browserHints() {
     const data = globalThis.navigator?.userAgentData;
@@ -141,5 +145,8 @@ export const ext = {
     bookmarkImportEnded: (fn) => chrome.bookmarks.onImportEnded.addListener(fn),
     contextMenu: (fn) => chrome.contextMenus.onClicked.addListener(fn),
     alarm: (fn) => chrome.alarms.onAlarm.addListener(fn),
+    command: (fn) => chrome.commands.onCommand.addListener(fn),
+    omniboxChanged: (fn) => chrome.omnibox.onInputChanged.addListener(fn),
+    omniboxEntered: (fn) => chrome.omnibox.onInputEntered.addListener(fn),
   },
 };

@@ -74,7 +74,15 @@ export const TYPES = Object.freeze({
   status: { queued: false },
   settings_get: { queued: false },
   export: { queued: false },
+  recent: { queued: false },
+  timeline: { queued: false },
+  page_get: { queued: false },
+  saved_list: { queued: false },
+  forget_preview: { queued: false },
 });
+
+/** The read-only requests the memory page may send through the background (PROTOCOL.md 3.18-3.22). */
+export const MEMORY_READS = Object.freeze(["recent", "timeline", "page_get", "saved_list", "forget_preview"]);
 
 export const TIERS = Object.freeze(["low", "normal", "keep"]);
 
@@ -261,14 +269,16 @@ export function forgetFields(selector) {
   return { [given[0]]: selector[given[0]] };
 }
 
-export function searchFields({ query, limit = LIMITS.searchLimit, cursor = null }) {
+export function searchFields({ query, limit = LIMITS.searchLimit, cursor = null, filters = null }) {
   const text = typeof query === "string" ? query.trim() : "";
   if (!text) throw new Error("type something to search for");
-  return {
+  const fields = {
     query: text.slice(0, LIMITS.maxQueryChars),
     limit: Math.min(50, Math.max(1, int(limit) ?? LIMITS.searchLimit)),
     cursor: cursor ?? null,
   };
+  if (filters && typeof filters === "object") fields.filters = filters; // checked by the host
+  return fields;
 }
 
 /** Classify a frame from the host: {kind: "response"|"push"|"junk", ...}. */

@@ -27,6 +27,7 @@ export function routes(app) {
     getState: page(() => ({ state: app.state() })),
     search: page(async (request) => ({ result: await hostCall(app.search(request)) })),
     hostStatus: page(async () => ({ result: await hostCall(app.hostStatus()) })),
+    memory: page(async (request) => ({ result: await hostCall(app.memoryRead(request.type, request.fields)) })),
     exportPage: page(async (request) => ({ result: await hostCall(app.exportPage(request.cursor)) })),
     setPaused: page(async (request) => {
       await app.applyPaused(Boolean(request.paused));

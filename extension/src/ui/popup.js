@@ -112,6 +112,11 @@ $("#save-note").addEventListener("click", async () => {
 $("#drops-clear").addEventListener("click", () => ask("clearDrops").then(refresh));
 $("#dead-retry").addEventListener("click", () => ask("retryDeadLetters").then(refresh));
 $("#reconnect").addEventListener("click", () => ask("reconnect").then(() => setTimeout(refresh, 500)));
+$("#open-memory").addEventListener("click", (event) => {
+  event.preventDefault();
+  const query = $("#query").value.trim();
+  ext.tabs.create({ url: ext.extensionUrl(`src/ui/memory.html#/search${query ? `?q=${encodeURIComponent(query)}` : ""}`) }).then(() => window.close());
+});
 $("#open-options").addEventListener("click", (event) => {
   event.preventDefault();
   ext.openOptions();
