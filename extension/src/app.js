@@ -303,6 +303,22 @@ export class App {
     return this.courier.request("search", searchFields(request));
   }
 
+  /** The pages read most recently (the host's `recent`), for the popup before a search. */
+  recent(limit = 10) {
+    return this.courier.request("recent", { limit: Math.min(50, Math.max(1, Math.floor(Number(limit) || 10))) });
+  }
+
+  /** What forgetting `selector` would remove, without removing it (`forget` with dry_run). */
+  forgetPreview(selector) {
+    const fields = forgetFields(selector);
+    if (fields.domain) {
+      const domain = normalizeDomain(fields.domain);
+      if (!domain) throw new Error(`"${fields.domain}" is not a domain name`);
+      fields.domain = domain;
+    }
+    return this.courier.request("forget", { ...fields, dry_run: true });
+  }
+
   hostStatus() {
     return this.courier.request("status", {});
   }

@@ -78,6 +78,16 @@ export const LIMITS = Object.freeze({
   searchLimit: 10,
 });
 
+/**
+ * Why a visited page was not captured, besides an exclusion rule or "password field"
+ * (rules.js): counted like skipped pages (stats.skipped, the host's `skipped`).
+ */
+export const NOT_CAPTURED = Object.freeze({
+  short: "visit too short", // the visit ended before min_dwell_ms had passed
+  hidden: "not in view long enough", // long enough, but the tab was mostly in the background
+  unreadable: "could not be read", // the page could not be scripted or extracted
+});
+
 /** Storage keys (chrome.storage.local unless noted). */
 export const KEYS = Object.freeze({
   settings: "settings",
