@@ -24,10 +24,11 @@ export const DEFAULT_SETTINGS = Object.freeze({
   }),
   actions: Object.freeze({
     // Browser actions an assistant may ask for (PROTOCOL.md section 5).
+    // Only grouping is on until the user turns the others on in the options page.
     group_tabs: true,
     close_tabs: false,
-    capture_tab: true,
-    create_bookmark: true,
+    capture_tab: false,
+    create_bookmark: false,
   }),
 });
 

@@ -419,8 +419,13 @@ test("an_allowed_action_is_performed_and_answered", async () => {
   assert.deepEqual(ext.world.groups[0], [1, 2]);
 });
 
-test("a_capture_tab_action_captures_at_once", async () => {
-  const { host } = await makeApp({ setup: (ext) => addTab(ext, { id: 1, url: "https://a.com/x", title: "X" }) });
+test("a_capture_tab_action_is_off_by_default_and_once_allowed_captures_at_once", async () => {
+  const { app, host } = await makeApp({ setup: (ext) => addTab(ext, { id: 1, url: "https://a.com/x", title: "X" }) });
+  host.port.push({ type: "action", action_id: "a-0", action: "capture_tab", tab_id: 1 });
+  await settle();
+  assert.deepEqual([host.of("action_result")[0].ok, host.of("action_result")[0].error.code], [false, 18]);
+  await app.setSettings({ actions: { capture_tab: true } });
+  host.received.length = 0;
   host.port.push({ type: "action", action_id: "a-3", action: "capture_tab", tab_id: 1 });
   await settle();
   assert.equal(host.of("capture_page").length, 1);
