@@ -15,10 +15,10 @@ let hostUsable = true;
 
 function renderState(state) {
   $("#dot").className = `status-dot ${state.status}`;
-  const retry = state.status !== "connected" && state.nextRetryTime ? ` (next try ${formatTime(state.nextRetryTime)})` : "";
+  const setup = SETUP_TEXT[state.status];
+  const retry = state.status !== "connected" && !setup && state.nextRetryTime ? ` (next try ${formatTime(state.nextRetryTime)})` : "";
   $("#status").textContent = (STATUS_TEXT[state.status] ?? state.status) + retry;
   $("#paused").checked = state.paused;
-  const setup = SETUP_TEXT[state.status];
   hostUsable = !setup;
   $("#setup").hidden = !setup;
   $("#setup-text").textContent = setup ?? "";
