@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import struct
 import subprocess
 import sys
@@ -378,31 +377,6 @@ def test_forget_a_domain_removes_it_from_search_and_needs_exactly_one_selector(
     assert error_of(host.call("forget"))["code"] == 5
     assert error_of(host.call("forget", domain="a.example", everything=True))["code"] == 16
     assert error_of(host.call("forget", url="file:///x"))["code"] == 8
-
-
-def forget_events(home: Path) -> int:
-    """How many deletions the ledger's audit log records."""
-    (path,) = home.rglob("ledger.sqlite3")
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        return db.execute("SELECT COUNT(*) FROM events WHERE action = 'forget'").fetchone()[0]
-
-
-def test_a_forget_dry_run_counts_what_would_go_and_removes_nothing(
-    host: HostProcess, home: Path
-) -> None:
-    capture(host, "https://dry.example/a", "A dry-run narwhal page.", "v-d1")
-    capture(host, "https://sub.dry.example/b", "Another dry-run narwhal page.", "v-d2")
-    before = forget_events(home)
-    preview = host.ok("forget", domain="dry.example", dry_run=True)
-    assert preview["dry_run"] is True and preview["purged"] is False
-    assert preview["counts"]["pages"] == 2 and preview["counts"]["visits"] == 2
-    assert sorted(search_urls(host, "narwhal")) == ["https://dry.example/a",
-                                                   "https://sub.dry.example/b"]  # fmt: skip
-    assert forget_events(home) == before  # nothing was recorded as forgotten
-    assert error_of(host.call("forget", domain="dry.example", dry_run="yes"))["code"] == 6
-    done = host.ok("forget", domain="dry.example")
-    assert done["counts"] == preview["counts"] and "dry_run" not in done
-    assert search_urls(host, "narwhal") == []
 
 
 def test_forget_refuses_a_public_suffix_and_keeps_every_site_under_it(host: HostProcess) -> None:

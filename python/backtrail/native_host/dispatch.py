@@ -535,13 +535,11 @@ class Dispatcher:
             raise HostError(Code.INVALID_VALUE,
                             "give exactly one of url, domain, a time range or everything",
                             {"field": "selector"})  # fmt: skip
-        dry_run = f.boolean("dry_run", required=False)
-        report = self.sync.forget(**chosen, dry_run=bool(dry_run))
-        answer = {
+        report = self.sync.forget(**chosen)
+        return {
             "selector": report.selector, "counts": report.counts,
             "purged": report.ledger_purged and report.index_purged,
         }  # fmt: skip
-        return {**answer, "dry_run": True} if dry_run else answer
 
     def _status(self, f: Fields) -> dict[str, Any]:
         assert self.sync is not None

@@ -126,18 +126,14 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
         until: int | None = None,
         everything: bool = False,
         include_facts: bool = False,
-        dry_run: bool = False,
     ) -> ForgetReport:
         """Remove browsing data chosen by exactly one selector from the ledger, the
         index and the vectors, then compact both so no copy is left on disk. The audit
-        log records that a deletion happened (with counts), never what was deleted.
-        ``dry_run``: only the counts of what would go; nothing is removed."""
+        log records that a deletion happened (with counts), never what was deleted."""
         result = self._ledger.forget(
             url=url, domain=domain, since=since, until=until, everything=everything,
-            include_facts=include_facts, dry_run=dry_run,
+            include_facts=include_facts,
         )  # fmt: skip
-        if dry_run:
-            return ForgetReport(result.selector, result.counts, False, False)
         self._wrote()
         index_purged = self._indexer.purge()
         ledger_purged = self._ledger.checkpoint() or result.purged

@@ -22,9 +22,6 @@ and captures an assistant asked for), with a time range those proposed in it, wi
 Raw HTML of captures still waiting for extraction goes with its page; a time range also
 removes the queued captures taken in it.
 
-``dry_run=True`` runs the same deletion and rolls it back: the counts of what would go,
-with nothing removed and no event recorded (for a confirmation that shows them).
-
 The deletion is recorded as one ``forget`` event whose details hold only counts (and,
 for a time range, the range) — never the URL, domain, titles or text. Removed indexable
 records get ``delete`` entries in the change feed. SQLite runs with ``secure_delete`` so
@@ -54,14 +51,6 @@ _VACUUM_MODES = ("none", "incremental", "full")
 _URL_TABLES = (("highlights", "highlight"), ("notes", "note"), ("bookmarks", "bookmark"))
 
 
-class _DryRun(Exception):
-    """Raised inside the write transaction of a dry run, to roll it back."""
-
-    def __init__(self, counts: dict[str, int]) -> None:
-        super().__init__("dry run")
-        self.counts = counts
-
-
 class ForgetMixin(LedgerCore):
     def forget(
         self,
@@ -73,11 +62,9 @@ class ForgetMixin(LedgerCore):
         everything: bool = False,
         include_facts: bool = False,
         vacuum: VacuumMode = "incremental",
-        dry_run: bool = False,
     ) -> ForgetResult:
         """Remove browsing data chosen by exactly one selector (see the module doc)."""
         everything = checks.boolean(everything, "everything")
-        dry_run = checks.boolean(dry_run, "dry_run")
         include_facts = checks.boolean(include_facts, "include_facts")
         mode = checks.one_of(vacuum, "vacuum", _VACUUM_MODES)
         chosen = [
@@ -116,20 +103,14 @@ class ForgetMixin(LedgerCore):
             details = {"since": since, "until": until}
         else:
             where, params, referrer_where, referrer_params = "1", [], "0", []
-        try:
-            with self._write() as conn:
-                if kind == "time_range":
-                    counts = self._forget_range(conn, start, end)
-                else:
-                    counts = self._forget_where(conn, where, params, referrer_where,
-                                                referrer_params)  # fmt: skip
-                if include_facts:
-                    counts["facts"] = self._forget_facts(conn)
-                if dry_run:
-                    raise _DryRun(counts)
-                self._event(conn, "forget", "selector", kind, {**details, "counts": counts})
-        except _DryRun as preview:
-            return ForgetResult(selector=kind, counts=preview.counts, purged=False)
+        with self._write() as conn:
+            if kind == "time_range":
+                counts = self._forget_range(conn, start, end)
+            else:
+                counts = self._forget_where(conn, where, params, referrer_where, referrer_params)
+            if include_facts:
+                counts["facts"] = self._forget_facts(conn)
+            self._event(conn, "forget", "selector", kind, {**details, "counts": counts})
         purged = self._purge(mode)
         return ForgetResult(selector=kind, counts=counts, purged=purged)
 
