@@ -118,7 +118,7 @@ class HostProcess:
     def new_id(self, prefix: str = "t") -> str:
         return f"{prefix}-{next(self._ids)}"
 
-    def message(self, kind: str, ident: str | None = None, **fields: Any) -> dict[str, Any]:
+    def message(self, kind: str, /, ident: str | None = None, **fields: Any) -> dict[str, Any]:
         return {"id": ident or self.new_id(), "type": kind, **fields}
 
     def recv(self, timeout: float = 60.0) -> dict[str, Any]:
@@ -130,7 +130,7 @@ class HostProcess:
             raise AssertionError(f"the host closed stdout; stderr: {self.stderr()[-2000:]}")
         return answer
 
-    def call(self, kind: str, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
+    def call(self, kind: str, /, timeout: float = 60.0, **fields: Any) -> dict[str, Any]:
         """Send one request and return its response (whose id must match)."""
         message = self.message(kind, **fields)
         self.send(message)
@@ -138,7 +138,7 @@ class HostProcess:
         assert answer.get("id") == message["id"], answer
         return answer
 
-    def ok(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def ok(self, kind: str, /, **fields: Any) -> dict[str, Any]:
         """``call`` that must succeed; returns the result."""
         answer = self.call(kind, **fields)
         assert answer["ok"] is True, answer

@@ -112,6 +112,12 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "search": {"query": "body", "limit": 5, "cursor": None, "filters": None},
     "status": {},
     "export": {"cursor": None, "kinds": None, "limit": None},
+    "recent": {"limit": 5, "offset": 0, "filters": {"domain": "example.com"}},
+    "timeline": {"since_time": 0, "until_time": 1_732_924_800_123, "limit": 3, "offset": 0,
+                 "utc_offset_minutes": 60},  # fmt: skip
+    "page_get": {"url": KEPT_URL, "offset": 0, "max_chars": 100},
+    "saved_list": {"kind": "highlight", "limit": 5, "offset": 0, "filters": None},
+    "forget_preview": {"url": KEPT_URL},
 }
 assert set(TEMPLATES) == set(MESSAGE_TYPES)
 

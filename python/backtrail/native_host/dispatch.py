@@ -23,6 +23,7 @@ from backtrail.errors import BacktrailError, InvalidUrl
 from backtrail.native_host.codes import RETRYABLE, Code, HostError, error_for
 from backtrail.native_host.export import ExportPager, fit, search_item
 from backtrail.native_host.framing import MAX_RESPONSE_BYTES, Inbound
+from backtrail.native_host.reading import READING_HANDLERS
 from backtrail.native_host.schema import MAX_URL_CHARS, Fields
 from backtrail.service import (
     EXPORT_KINDS,
@@ -47,7 +48,7 @@ MESSAGE_TYPES = (
     "hello", "capture_page", "visit", "tab_snapshot", "tab_event", "history_import",
     "bookmark_upsert", "bookmark_remove", "bookmark_import", "settings_set", "action_result",
     "highlight", "note", "pause", "resume", "forget", "search", "status", "settings_get",
-    "export", "skipped",
+    "export", "skipped", "recent", "timeline", "page_get", "saved_list", "forget_preview",
 )  # fmt: skip
 """Every request type of protocol version 1 (PROTOCOL.md section 3)."""
 QUEUED_TYPES = frozenset({
@@ -131,6 +132,8 @@ class Dispatcher:
             "forget": self._forget, "search": self._search, "status": self._status,
             "export": self._export, "skipped": self._skipped,
         }  # fmt: skip
+        for kind, read in READING_HANDLERS.items():
+            self._handlers[kind] = self._reader(read)
 
     # ------------------------------------------------------------ sessions
 
@@ -243,6 +246,14 @@ class Dispatcher:
             with self.sync.atomic():
                 return self._handlers[kind](fields)
         return self._handlers[kind](fields)
+
+    def _reader(self, read: Callable[[BrowserSync, Fields], dict[str, Any]]
+                ) -> Callable[[Fields], dict[str, Any]]:  # fmt: skip
+        def handle(fields: Fields) -> dict[str, Any]:
+            assert self.sync is not None
+            return read(self.sync, fields)
+
+        return handle
 
     # -------------------------------------------------------------- hello
 

@@ -59,6 +59,7 @@ def search_item(result: SearchResult) -> dict[str, Any]:
         "url": result.url,
         "snippet": result.snippet[:_MAX_SNIPPET_CHARS],
         "visit_time": _ms(result.last_seen),
+        "visit_count": result.visit_count,
         "score": result.score,
         "id": result.id,
         "domain": result.domain,

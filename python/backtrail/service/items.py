@@ -24,6 +24,7 @@ from backtrail.store import (
     SyncResult,
     Tab,
     TabInput,
+    Visit,
     checks,
 )
 from backtrail.urls import site_domain
@@ -68,6 +69,23 @@ class ItemOps(MemoryBase):
             next_offset=following if following < len(text) else None, origin="web",
             source=label("page", page.url, page.last_captured_at, page.last_seen),
         )  # fmt: skip
+
+    def list_visits(self, page_id: int, *, limit: int = 100) -> list[Visit]:
+        """A page's visits, newest first."""
+        return self._ledger.list_visits(page_id=page_id, limit=limit)
+
+    def reading_by_day(
+        self, since: int, until: int, *, utc_offset: int = 0
+    ) -> list[tuple[int, int, int]]:
+        """``(day, visits, dwell_ms)`` for each local day with visits in [since, until)."""
+        return self._ledger.count_visits_by_day(since, until, utc_offset=utc_offset)
+
+    def forget_preview(
+        self, *, url: str | None = None, domain: str | None = None
+    ) -> dict[str, int]:
+        """What ``forget(url=...)`` or ``forget(domain=...)`` would remove, per table,
+        without removing anything (for a confirmation that says what goes)."""
+        return self._ledger.forget_preview(url=url, domain=domain)
 
     def forget_site(self, domain: str) -> str:
         """The site ``forget(domain=...)`` would remove, for previews: the lower-cased
@@ -141,9 +159,10 @@ class ItemOps(MemoryBase):
         since: int | None = None,
         until: int | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[Highlight]:
         return self._ledger.list_highlights(
-            url=url, domain=domain, since=since, until=until, limit=limit
+            url=url, domain=domain, since=since, until=until, limit=limit, offset=offset
         )
 
     def add_note(
@@ -184,9 +203,10 @@ class ItemOps(MemoryBase):
         since: int | None = None,
         until: int | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[Note]:
         return self._ledger.list_notes(url=url, domain=domain, since=since, until=until,
-                                       limit=limit)  # fmt: skip
+                                       limit=limit, offset=offset)  # fmt: skip
 
     # -------------------------------------------------------------- bookmarks
 
@@ -227,8 +247,10 @@ class ItemOps(MemoryBase):
         url: str | None = None,
         domain: str | None = None,
         limit: int = 1000,
+        offset: int = 0,
     ) -> list[Bookmark]:
-        return self._ledger.list_bookmarks(profile=profile, url=url, domain=domain, limit=limit)
+        return self._ledger.list_bookmarks(profile=profile, url=url, domain=domain, limit=limit,
+                                           offset=offset)  # fmt: skip
 
     # ------------------------------------------------------------------- tabs
 

@@ -85,16 +85,8 @@ class ForgetMixin(LedgerCore):
             raise InvalidInput("include_facts", "only applies together with everything=True")
         kind = chosen[0]
         details: dict[str, Any] = {}
-        if kind == "url":
-            canonical = checks.web_url(url)[1]
-            where, params = "canonical_url = ?", [canonical]
-            referrer_where, referrer_params = "referrer = ?", [canonical]
-        elif kind == "domain":
-            name = site_domain(domain)
-            where = "(domain = ? OR domain LIKE ? ESCAPE '\\')"
-            params = [name, "%." + name.replace("_", "\\_")]
-            referrer_where = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
-            referrer_params = [name]
+        if kind in ("url", "domain"):
+            where, params, referrer_where, referrer_params = _place(url, domain)
         elif kind == "time_range":
             start = 0 if since is None else checks.timestamp(since, "since")
             end = _END_OF_TIME if until is None else checks.timestamp(until, "until")
@@ -113,6 +105,26 @@ class ForgetMixin(LedgerCore):
             self._event(conn, "forget", "selector", kind, {**details, "counts": counts})
         purged = self._purge(mode)
         return ForgetResult(selector=kind, counts=counts, purged=purged)
+
+    def forget_preview(
+        self, *, url: str | None = None, domain: str | None = None
+    ) -> dict[str, int]:
+        """What :meth:`forget` with this ``url`` or ``domain`` would remove, counted per
+        table (nothing is changed): pages, page_versions, visits, highlights, notes,
+        bookmarks."""
+        if (url is None) == (domain is None):
+            raise InvalidInput("selector", "give exactly one of url or domain")
+        where, params, _, _ = _place(url, domain)
+        pages = f"page_id IN (SELECT id FROM pages WHERE {where})"
+        queries = {
+            "pages": f"SELECT COUNT(*) FROM pages WHERE {where}",
+            "page_versions": f"SELECT COUNT(*) FROM page_versions WHERE {pages}",
+            "visits": f"SELECT COUNT(*) FROM visits WHERE {pages}",
+            **{table: f"SELECT COUNT(*) FROM {table} WHERE {where}" for table, _ in _URL_TABLES},
+        }
+        with self._read() as conn:
+            return {name: int(conn.execute(sql, params).fetchone()[0])
+                    for name, sql in queries.items()}  # fmt: skip
 
     # ---------------------------------------------------------------- selectors
 
@@ -298,3 +310,15 @@ class ForgetMixin(LedgerCore):
         if busy:
             logger.info("WAL checkpoint incomplete: another process is still reading")
         return not busy
+
+
+def _place(url: str | None, domain: str | None) -> tuple[str, list[Any], str, list[Any]]:
+    """The WHERE clauses (and parameters) of a ``url`` or ``domain`` selector: rows on
+    that page or site, then visits whose referrer was there."""
+    if url is not None:
+        canonical = checks.web_url(url)[1]
+        return "canonical_url = ?", [canonical], "referrer = ?", [canonical]
+    name = site_domain(domain)
+    where = "(domain = ? OR domain LIKE ? ESCAPE '\\')"
+    referrer = "referrer IS NOT NULL AND bt_domain_match(bt_host(referrer), ?)"
+    return where, [name, "%." + name.replace("_", "\\_")], referrer, [name]

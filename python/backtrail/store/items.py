@@ -152,14 +152,16 @@ class ItemsMixin(LedgerCore):
         since: int | None = None,
         until: int | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[Highlight]:
         """Highlights, newest first, filtered by page, domain (with subdomains) and
-        creation time in [since, until)."""
+        creation time in [since, until); ``offset`` skips the newest ones."""
         where, params = _filters(url, domain, since, until)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT * FROM highlights {where} ORDER BY created_at DESC, id DESC LIMIT ?",
-                (*params, checks.limit(limit)),
+                f"SELECT * FROM highlights {where} ORDER BY created_at DESC, id DESC "
+                "LIMIT ? OFFSET ?",
+                (*params, checks.limit(limit), checks.integer(offset, "offset", minimum=0)),
             ).fetchall()
         return [_highlight(row) for row in rows]
 
@@ -243,13 +245,14 @@ class ItemsMixin(LedgerCore):
         since: int | None = None,
         until: int | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[Note]:
         """Notes, newest first, with the same filters as :meth:`list_highlights`."""
         where, params = _filters(url, domain, since, until)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT * FROM notes {where} ORDER BY created_at DESC, id DESC LIMIT ?",
-                (*params, checks.limit(limit)),
+                f"SELECT * FROM notes {where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                (*params, checks.limit(limit), checks.integer(offset, "offset", minimum=0)),
             ).fetchall()
         return [_note(row) for row in rows]
 
@@ -392,8 +395,9 @@ class ItemsMixin(LedgerCore):
         url: str | None = None,
         domain: str | None = None,
         limit: int = 1000,
+        offset: int = 0,
     ) -> list[Bookmark]:
-        """Bookmarks, newest first."""
+        """Bookmarks, newest first (``offset`` skips the newest ones)."""
         where, params = _filters(url, domain, None, None)
         if profile is not None:
             name = checks.label(profile, "profile", self._limits.max_label_chars)
@@ -401,7 +405,8 @@ class ItemsMixin(LedgerCore):
             params.append(name)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT * FROM bookmarks {where} ORDER BY created_at DESC, id DESC LIMIT ?",
-                (*params, checks.limit(limit)),
+                f"SELECT * FROM bookmarks {where} ORDER BY created_at DESC, id DESC "
+                "LIMIT ? OFFSET ?",
+                (*params, checks.limit(limit), checks.integer(offset, "offset", minimum=0)),
             ).fetchall()
         return [_bookmark(row) for row in rows]

@@ -695,6 +695,26 @@ class PagesMixin(LedgerCore):
             ).fetchall()
         return [_visit(row) for row in rows]
 
+    def count_visits_by_day(
+        self, since: int, until: int, *, utc_offset: int = 0
+    ) -> list[tuple[int, int, int]]:
+        """``(day, visits, dwell_ms)`` per day with visits in [since, until), oldest
+        first; ``day`` is the unix time its midnight falls on, ``utc_offset`` seconds east
+        of UTC (days are the reader's local days)."""
+        start = checks.timestamp(since, "since")
+        end = checks.timestamp(until, "until")
+        shift = checks.integer(utc_offset, "utc_offset", minimum=-14 * 3600)
+        if shift > 14 * 3600:
+            raise InvalidInput("utc_offset", f"must be at most {14 * 3600}, got {shift}")
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT ((visited_at + ?) / 86400) * 86400 - ? AS day, COUNT(*), "
+                "COALESCE(SUM(dwell_ms), 0) FROM visits "
+                "WHERE visited_at >= ? AND visited_at < ? GROUP BY day ORDER BY day",
+                (shift, shift, start, end),
+            ).fetchall()
+        return [(int(day), int(count), int(dwell)) for day, count, dwell in rows]
+
     def find_visit(self, source: str, external_id: str) -> Visit:
         """The visit recorded with this ``(source, external_id)``."""
         source = checks.label(source, "source", self._limits.max_label_chars)
