@@ -123,6 +123,11 @@ def test_a_result_is_found_and_opened_from_the_popup_by_keyboard_alone(rig: Rig)
     )
     popup = _popup(rig)
     assert popup.focused()["id"] == "query"  # the search box has the focus on opening
+    # Before any search: the pages read most recently, as links, newest first.
+    wait_for(lambda: popup.call(LINKS, "#results a.hit"), 10, "recent pages")
+    assert popup.text("#results-heading") == "Recent pages"
+    assert popup.call(LINKS, "#results a.hit")[0] == url
+    assert popup.texts("#results a.hit .meta")[0].startswith("127.0.0.1 · just now · 1 visit")
     label = popup.call("() => document.querySelector('label[for=query]').textContent")
     assert label == "Search what you read"
     popup.type_text("astrolabe altitude")
@@ -186,7 +191,7 @@ def test_the_popup_fits_its_width_keeps_search_in_view_and_tucks_counters_away(r
         tabs.append(_read(rig, f"/sea/{n}", title, words)[1])
     tabs[-1].bring_to_front()
     popup = _popup(rig)
-    popup.type_text("navigators star horizon longitude sextant")
+    popup.type_text("star horizon longitude")
     popup.press("Enter")
     wait_for(lambda: len(popup.texts("#results li")) >= 4, 10, "several results")
     layout = popup.evaluate(
@@ -206,7 +211,7 @@ def test_the_popup_fits_its_width_keeps_search_in_view_and_tucks_counters_away(r
     metas = popup.texts("#results li .meta")
     shape = r"127\.0\.0\.1 · (just now|\d+ minutes? ago)( · \d+ visits?)?"
     assert metas and all(re.fullmatch(shape, m) for m in metas), metas
-    _screenshot(rig, "navigators star horizon longitude sextant")
+    _screenshot(rig, "star horizon longitude")
     popup.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     wait_for(lambda: popup.evaluate("window.scrollY") > 0, 5, "the popup to scroll")
     box = popup.evaluate("document.querySelector('#query').getBoundingClientRect().toJSON()")
@@ -267,8 +272,9 @@ def test_without_a_host_the_popup_says_once_what_to_do_and_links_the_setup(
         link = popup.call("() => document.querySelector('#setup-link').getAttribute('href')")
         assert link == "setup.html"
         popup.click("#setup-link")
-        setup = browser.tab_for(f"{EXTENSION_ORIGIN}/src/ui/setup.html")
-        setup.wait_loaded()
+        setup_url = f"{EXTENSION_ORIGIN}/src/ui/setup.html"
+        setup = browser.tab_for(setup_url)
+        setup.wait_loaded(setup_url)
         assert "backtrail install" in setup.evaluate("document.body.innerText")
     finally:
         browser.close()
@@ -439,12 +445,18 @@ def test_every_visited_page_is_captured_or_counted_with_the_reason(rig: Rig) -> 
     short = rig.browser.open_tab(rig.pages.article("/loss/short", "Brief", ["Gone at once."]))
     short.close()
     behind_url = rig.pages.article("/loss/behind", "Behind", ["Hidden behind another tab."])
-    behind = worker.call("(u) => chrome.tabs.create({url: u, active: false})", behind_url)
+    front_url = rig.pages.article("/loss/front", "Front", ["The tab in front."])
+    front = rig.browser.open_tab(front_url)
+    window = worker.call("(u) => chrome.tabs.query({url: u}).then(t => t[0].windowId)", front_url)
+    behind = worker.call(
+        "(w, u) => chrome.tabs.create({windowId: w, url: u, active: false})", window, behind_url
+    )
     behind_tab = rig.browser.tab_for(behind_url)
     behind_tab.wait_loaded(behind_url)
     assert behind_tab.evaluate("document.visibilityState") == "hidden"
     time.sleep(3.5)  # longer than the dwell, all of it out of view
     worker.call("(id) => chrome.tabs.remove(id)", behind["id"])
+    front.close()
     worker.flush()
     worker.hook("setSettings", {"capture": {"min_dwell_ms": DWELL_MS}})
 

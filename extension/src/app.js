@@ -10,7 +10,7 @@ import { VisitBook } from "./visits.js";
 import { gate, mergeSettings, normalizeSettings } from "./rules.js";
 import { effectiveRules, canonicalUrl, normalizeDomain, domainMatches } from "./urls.js";
 import { badgeFor } from "./badge.js";
-import { TYPES, byteSize, detectBrowser, forgetFields, frame, helloFields, newId, queueOptions, searchFields } from "./protocol.js";
+import { MEMORY_READS, TYPES, byteSize, detectBrowser, forgetFields, frame, helloFields, newId, queueOptions, searchFields } from "./protocol.js";
 import { validateAction, performAction } from "./actions.js";
 import { Capture } from "./capture.js";
 import { Sync } from "./sync.js";
@@ -303,24 +303,14 @@ export class App {
     return this.courier.request("search", searchFields(request));
   }
 
-  /** The pages read most recently (the host's `recent`), for the popup before a search. */
-  recent(limit = 10) {
-    return this.courier.request("recent", { limit: Math.min(50, Math.max(1, Math.floor(Number(limit) || 10))) });
-  }
-
-  /** What forgetting `selector` would remove, without removing it (`forget` with dry_run). */
-  forgetPreview(selector) {
-    const fields = forgetFields(selector);
-    if (fields.domain) {
-      const domain = normalizeDomain(fields.domain);
-      if (!domain) throw new Error(`"${fields.domain}" is not a domain name`);
-      fields.domain = domain;
-    }
-    return this.courier.request("forget", { ...fields, dry_run: true });
-  }
-
   hostStatus() {
     return this.courier.request("status", {});
+  }
+
+  /** One of the memory page's read-only requests (recent, timeline, page_get, ...). */
+  memoryRead(type, fields) {
+    if (!MEMORY_READS.includes(type)) return Promise.reject(new Error(`${JSON.stringify(type)} is not a memory request`));
+    return this.courier.request(type, fields && typeof fields === "object" ? fields : {});
   }
 
   exportPage(cursor) {

@@ -74,7 +74,15 @@ export const TYPES = Object.freeze({
   status: { queued: false },
   settings_get: { queued: false },
   export: { queued: false },
+  recent: { queued: false },
+  timeline: { queued: false },
+  page_get: { queued: false },
+  saved_list: { queued: false },
+  forget_preview: { queued: false },
 });
+
+/** The read-only requests the memory page may send through the background (PROTOCOL.md 3.18-3.22). */
+export const MEMORY_READS = Object.freeze(["recent", "timeline", "page_get", "saved_list", "forget_preview"]);
 
 export const TIERS = Object.freeze(["low", "normal", "keep"]);
 

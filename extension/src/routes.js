@@ -26,8 +26,8 @@ export function routes(app) {
     },
     getState: page(() => ({ state: app.state() })),
     search: page(async (request) => ({ result: await hostCall(app.search(request)) })),
-    recent: page(async (request) => ({ result: await hostCall(app.recent(request.limit)) })),
     hostStatus: page(async () => ({ result: await hostCall(app.hostStatus()) })),
+    memory: page(async (request) => ({ result: await hostCall(app.memoryRead(request.type, request.fields)) })),
     exportPage: page(async (request) => ({ result: await hostCall(app.exportPage(request.cursor)) })),
     setPaused: page(async (request) => {
       await app.applyPaused(Boolean(request.paused));
@@ -40,7 +40,6 @@ export function routes(app) {
     getSettings: page(() => ({ settings: app.settings, invalidRules: app.rules.invalid })),
     setSettings: page((request) => app.setSettings(request.settings)),
     forget: page(async (request) => ({ outcome: await app.forget(request.selector ?? {}) })),
-    forgetPreview: page(async (request) => ({ result: await hostCall(app.forgetPreview(request.selector ?? {})) })),
     runBackfill: page(async (request) => ({ summary: await app.sync.backfillHistory(request.days) })),
     importBookmarks: page(async () => ({ summary: await app.sync.importBookmarks() })),
     clearDrops: page(async () => {

@@ -2,7 +2,7 @@
 // goes through the background (setSettings, forget, runBackfill…). Settings are saved
 // only by "Save settings", after every field was checked (settings-form.js); the
 // buttons under "Do it now" act at once. Forgetting asks first, with the counts of what
-// would go (the host's dry run).
+// would go (the host's forget_preview).
 
 import { $, ask, flash } from "./ask.js";
 import { DEFAULT_EXCLUSIONS } from "../urls.js";
@@ -104,14 +104,20 @@ function forgetText(outcome) {
   return words ? `Forgotten: ${words}.` : "Forgotten (nothing was stored).";
 }
 
+/** What forgetting `selector` would remove: the host's forget_preview for a page or a
+ * site; everything it holds (its status counts) for everything. */
+async function previewCounts(selector) {
+  if (selector.everything) return (await ask("hostStatus")).result.counts;
+  return (await ask("memory", { type: "forget_preview", fields: selector })).result.counts;
+}
+
 /** Show what forgetting `selector` would remove and wait for the user's answer. */
 async function confirmForget(selector, what) {
   $("#confirm").hidden = true;
   flash($("#forget-msg"), "Counting what would be forgotten…");
   let text;
   try {
-    const { result } = await ask("forgetPreview", { selector });
-    const words = countsInWords(result.counts);
+    const words = countsInWords(await previewCounts(selector));
     if (!words) {
       flash($("#forget-msg"), `Nothing is stored from ${what}.`);
       return;

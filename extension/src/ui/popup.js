@@ -84,11 +84,12 @@ function renderResults(results, append) {
   for (const hit of results) list.append(resultItem(hit, now));
 }
 
-/** Recent pages before any search; an older host that knows no `recent` shows none. */
+/** Recent pages before any search (the host's `recent`); an older host that does not
+ * know it answers an error, and the popup shows none. */
 async function showRecent(tries = 4) {
   try {
-    const { result } = await ask("recent", { limit: RECENT_LIMIT });
-    const items = result.items ?? result.results ?? result.entries ?? [];
+    const { result } = await ask("memory", { type: "recent", fields: { limit: RECENT_LIMIT } });
+    const items = result.pages ?? [];
     if (lastQuery) return; // a search started meanwhile
     renderResults(items, false);
     $("#results-heading").textContent = "Recent pages";

@@ -39,17 +39,19 @@ function hostOf(url) {
 export function hitFacts(hit, now = Date.now()) {
   const site = hit.site || hit.domain || hostOf(hit.url);
   const title = hit.display_title || hit.title || hit.url || "(untitled)";
-  const time = Number.isFinite(hit.last_visit_ms) ? hit.last_visit_ms : hit.visit_time;
+  const time = [hit.last_visit_ms, hit.visit_time, hit.last_seen_time].find(Number.isFinite);
   const count = Number.isInteger(hit.visits) ? hit.visits : hit.visit_count;
   const visits = Number.isInteger(count) && count > 0 ? `${count} visit${count === 1 ? "" : "s"}` : "";
   const kind = hit.kind && hit.kind !== "page" ? hit.kind : "";
-  return { title, site, when: relativeTime(time, now), visits, kind };
+  // A recent page whose text never arrived says so (it cannot be found by its words).
+  const missing = hit.captured_time === null ? "text not captured" : "";
+  return { title, site, when: relativeTime(time, now), visits, kind, missing };
 }
 
 /** One result as an <li> holding a real link (or plain text for a note without a page). */
 export function resultItem(hit, now = Date.now()) {
   const facts = hitFacts(hit, now);
-  const meta = [facts.kind, facts.site, facts.when, facts.visits].filter(Boolean).join(" · ");
+  const meta = [facts.kind, facts.site, facts.when, facts.visits, facts.missing].filter(Boolean).join(" · ");
   const snippet = snippetParts(hit.snippet).map((part) => (part.marked ? el("mark", {}, part.text) : part.text));
   const body = [
     el("span", { className: "title" }, facts.title),
