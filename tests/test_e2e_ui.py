@@ -467,6 +467,28 @@ def test_every_visited_page_is_captured_or_counted_with_the_reason(rig: Rig) -> 
     popup = _popup(rig)
     details = popup.text("#stats")
     assert "visit too short" in details and "not in view long enough" in details
+    popup.close()
+
+    # The popup says what became of the page in front, here a sign-in form.
+    portal_url = rig.pages.add(
+        "/loss/portal",
+        "<!doctype html><html lang=en><head><title>Staff portal</title></head><body>"
+        "<p>Cormorants dry their wings on the breakwater.</p><form><input name=user>"
+        "<input type=password name=pw></form></body></html>",
+    )
+    portal = rig.browser.open_tab(portal_url)
+    portal.bring_to_front()
+    wait_for(
+        lambda: rig.skipped().get("password field", 0) > before.get("password field", 0),
+        10,
+        "the password page to be counted",
+    )
+    window = worker.call("(u) => chrome.tabs.query({url: u}).then(t => t[0].windowId)", portal_url)
+    popup = rig.browser.open_popup(window)
+    wait_for(lambda: popup.text("#page-status"), 10, "the page's status in the popup")
+    assert popup.text("#page-status") == "This page is not saved: it has a password field."
+    popup.close()
+    portal.close()
     versions = ledger_rows(
         rig.profile.data_dir,
         "SELECT COUNT(*) AS n FROM page_versions v"

@@ -30,6 +30,21 @@ function runSelection() {
 export class Capture {
   constructor(app) {
     this.app = app;
+    this.outcomes = new Map(); // tab id → {url, reason}: why its last page was not captured
+  }
+
+  /** What became of the page in front of `tab`, for the popup: {state, reason?, ...}. */
+  pageStatus(tab) {
+    if (!tab) return { state: "none" };
+    const verdict = this.app.gateFor(tab.url, tab.incognito);
+    if (!verdict.ok) return { state: "not_captured", reason: verdict.reason, rule: verdict.rule ?? null };
+    const outcome = this.outcomes.get(tab.id);
+    if (outcome && outcome.url === verdict.url) return { state: "not_captured", reason: outcome.reason };
+    const visit = this.app.visits.get(tab.id);
+    if (!visit || visit.url !== verdict.url) return { state: "waiting", visible_ms: 0, min_dwell_ms: this.app.settings.capture.min_dwell_ms };
+    if (visit.captured) return { state: "captured" };
+    if (visit.unreadable) return { state: "not_captured", reason: NOT_CAPTURED.unreadable };
+    return { state: "waiting", visible_ms: visit.visible_ms, min_dwell_ms: this.app.settings.capture.min_dwell_ms };
   }
 
   get ext() {
@@ -151,6 +166,7 @@ export class Capture {
   }
 
   async onTabRemoved(tabId) {
+    this.outcomes.delete(tabId);
     const visit = this.app.visits.end(tabId);
     if (visit) {
       await this._sendVisitEnd(visit);
@@ -194,12 +210,14 @@ export class Capture {
     if (this.app.visits.get(tabId)?.visit_id !== visit.visit_id) return null; // navigated meanwhile
     if (content?.password_field) {
       // A sign-in form no exclusion rule knows: neither the page nor the visit is kept.
+      this.outcomes.set(tabId, { url: visit.url, reason: PASSWORD_RULE });
       this.app.visits.end(tabId);
       await this.app.saveVisits();
       await this.app.countSkip(PASSWORD_RULE);
       return { skipped: PASSWORD_RULE };
     }
     if (!content || (content.content_type !== "html" && content.content_type !== "text")) {
+      this.outcomes.set(tabId, { url: visit.url, reason: NOT_CAPTURED.unreadable });
       await this.app.countSkip(NOT_CAPTURED.unreadable);
       return null;
     }

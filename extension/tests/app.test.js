@@ -495,3 +495,17 @@ test("a_page_that_cannot_be_extracted_is_counted_as_unreadable", async () => {
   await settle();
   assert.deepEqual(app.stats.skipped, { "could not be read": 1 }, "counted once, not again when it ends");
 });
+
+test("the_page_in_front_is_reported_as_saved_waiting_or_not_saved_with_why", async () => {
+  const { app, ext } = await makeApp();
+  await visitPage(app, ext, { tabId: 1, url: "https://example.com/waiting", visibleMs: 0 });
+  await app.capture.onDwell({ visit_id: app.visits.get(1).visit_id, visible_ms: 2000, active_ms: 2000, reached: false }, { tab: ext.world.tabs.get(1) });
+  assert.deepEqual(app.capture.pageStatus(ext.world.tabs.get(1)), { state: "waiting", visible_ms: 2000, min_dwell_ms: 5000 });
+  await visitPage(app, ext, { tabId: 2, url: "https://example.com/read" });
+  assert.deepEqual(app.capture.pageStatus(ext.world.tabs.get(2)), { state: "captured" });
+  await visitPage(app, ext, { tabId: 3, url: "https://example.com/signin-form", content: { content_type: null, password_field: true } });
+  assert.deepEqual(app.capture.pageStatus(ext.world.tabs.get(3)), { state: "not_captured", reason: "password field" });
+  addTab(ext, { id: 4, url: "https://accounts.google.com/x" });
+  assert.equal(app.capture.pageStatus(ext.world.tabs.get(4)).reason, "excluded");
+  assert.deepEqual(app.capture.pageStatus(null), { state: "none" });
+});

@@ -6,7 +6,7 @@
 import { $, ask, el, flash, formatTime, SETUP_TEXT, STATUS_TEXT } from "./ask.js";
 import { ext } from "../ext.js";
 import { resultItem } from "./results.js";
-import { skippedText } from "./skipped.js";
+import { pageStatusText, skippedText } from "./skipped.js";
 
 const RECENT_LIMIT = 8;
 let cursor = null;
@@ -63,6 +63,10 @@ function lagText(result) {
 async function refresh() {
   const { state } = await ask("getState");
   renderState(state);
+  if (hostUsable) {
+    const { status } = await ask("pageStatus").catch(() => ({ status: null }));
+    $("#page-status").textContent = pageStatusText(status);
+  }
   if (state.status === "connected") {
     try {
       const { result } = await ask("hostStatus");

@@ -15,3 +15,23 @@ export function skippedText(skipped) {
     .map(([reason, n]) => `${REASONS.has(reason) ? reason : `excluded by ${reason}`} ${n}`);
   return `${total} page${total === 1 ? "" : "s"}: ${named.join(", ")}`;
 }
+
+/** One line on the page in front: captured, waiting for its dwell, or why it is not. */
+export function pageStatusText(status) {
+  if (!status || status.state === "none") return "";
+  if (status.state === "captured") return "This page is saved: its words can be searched.";
+  if (status.state === "waiting") {
+    const seen = Math.floor((status.visible_ms ?? 0) / 1000);
+    const needed = Math.ceil((status.min_dwell_ms ?? 0) / 1000);
+    return `This page is not saved yet: in view ${seen} s of the ${needed} s needed.`;
+  }
+  const why = {
+    excluded: `excluded by the rule ${status.rule}`,
+    scheme: "pages of this kind are never captured",
+    incognito: "incognito pages are never captured",
+    paused: "capture is paused",
+    "password field": "it has a password field",
+    [NOT_CAPTURED.unreadable]: "it could not be read",
+  }[status.reason] ?? String(status.reason);
+  return `This page is not saved: ${why}.`;
+}
