@@ -130,6 +130,17 @@ def test_a_result_is_found_and_opened_from_the_popup_by_keyboard_alone(rig: Rig)
     assert popup.texts("#results a.hit .meta")[0].startswith("127.0.0.1 · just now · 1 visit")
     label = popup.call("() => document.querySelector('label[for=query]').textContent")
     assert label == "Search what you read"
+    popup.evaluate(  # everything the live region says, in order
+        "window.said = []; const live = document.querySelector('#search-msg');"
+        "new MutationObserver(() => said.push(live.textContent))"
+        ".observe(live, {childList: true, characterData: true, subtree: true})"
+    )
+    popup.type_text("zqxwvy")
+    popup.press("Enter")
+    wait_for(lambda: popup.text("#search-msg") == "Nothing found.", 10, "the miss announced")
+    assert popup.evaluate("said") == ["Searching…", "Nothing found."]
+    assert popup.texts("#results li") == []
+    popup.fill("#query", "")
     popup.type_text("astrolabe altitude")
     popup.press("Enter")
     wait_for(lambda: popup.call(LINKS, "#results a.hit"), 10, "results in the popup")
