@@ -18,6 +18,6 @@ test("the_popup_says_what_became_of_the_page_in_front", async () => {
   assert.equal(pageStatusText({ state: "waiting", visible_ms: 2400, min_dwell_ms: 5000 }), "This page is not saved yet: in view 2 s of the 5 s needed.");
   assert.equal(pageStatusText({ state: "not_captured", reason: "excluded", rule: "*/login" }), "This page is not saved: excluded by the rule */login.");
   assert.equal(pageStatusText({ state: "not_captured", reason: "password field" }), "This page is not saved: it has a password field.");
-  assert.equal(pageStatusText({ state: "not_captured", reason: "scheme" }), "This page is not saved: pages of this kind are never captured.");
+  assert.equal(pageStatusText({ state: "not_captured", reason: "scheme" }), "", "a browser page: nothing to say");
   assert.equal(pageStatusText({ state: "none" }), "");
 });

@@ -18,7 +18,8 @@ export function skippedText(skipped) {
 
 /** One line on the page in front: captured, waiting for its dwell, or why it is not. */
 export function pageStatusText(status) {
-  if (!status || status.state === "none") return "";
+  // Nothing to say about no tab, or a browser or extension page (never a web page).
+  if (!status || status.state === "none" || status.reason === "scheme") return "";
   if (status.state === "captured") return "This page is saved: its words can be searched.";
   if (status.state === "waiting") {
     const seen = Math.floor((status.visible_ms ?? 0) / 1000);
@@ -27,7 +28,6 @@ export function pageStatusText(status) {
   }
   const why = {
     excluded: `excluded by the rule ${status.rule}`,
-    scheme: "pages of this kind are never captured",
     incognito: "incognito pages are never captured",
     paused: "capture is paused",
     "password field": "it has a password field",
