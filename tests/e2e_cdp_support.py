@@ -213,6 +213,11 @@ class ServiceWorker(Session):
         return wait_for(find, timeout, f"a tab showing {url}")
 
 
+_KEYS = {"Tab": (9, ""), "Enter": (13, "\r"), "Escape": (27, ""), "ArrowUp": (38, ""),
+         "ArrowDown": (40, "")}  # fmt: skip
+"""Virtual key code and typed text of the keys :meth:`Tab.press` knows."""
+
+
 class Tab(Session):
     """A page target (a tab, a window, or the extension's popup)."""
 
@@ -270,6 +275,31 @@ class Tab(Session):
         )  # fmt: skip
         if found != text:
             raise AssertionError(f"could not select {text!r} in {selector}")
+
+    def press(self, key: str, *, shift: bool = False) -> None:
+        """Press and release one key as a keyboard would (``Input.dispatchKeyEvent``):
+        ``"Tab"``, ``"Enter"``, ``"ArrowDown"``, ``"ArrowUp"``, ``"Escape"``."""
+        code, text = _KEYS[key]
+        base = {"key": key, "code": key, "windowsVirtualKeyCode": code,
+                "modifiers": 8 if shift else 0}  # fmt: skip
+        down = {**base, "type": "keyDown", **({"text": text} if text else {})}
+        self.send("Input.dispatchKeyEvent", down)
+        try:
+            self.send("Input.dispatchKeyEvent", {**base, "type": "keyUp"})
+        except CdpError:
+            if self.target_id in {t["targetId"] for t in self.browser.targets()}:
+                raise  # else the key closed the page (a popup opening a link): done
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` into the focused element (``Input.insertText``)."""
+        self.send("Input.insertText", {"text": text})
+
+    def focused(self) -> dict[str, Any]:
+        """The focused element: its tag, id, class and, for a link, href."""
+        return self.evaluate(
+            "(() => { const e = document.activeElement; return e && {tag: e.tagName,"
+            " id: e.id, className: e.className, href: e.href ?? null}; })()"
+        )
 
     def bring_to_front(self) -> None:
         self.send("Page.bringToFront")

@@ -76,6 +76,10 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             worker.wait_connected()
             # No automatic capture during these tests: captures come from actions only.
             worker.hook("setSettings", {"capture": {"min_dwell_ms": 600_000}})
+            allowed = worker.state()["settings"]["actions"]
+            assert allowed["capture_tab"] is allowed["create_bookmark"] is False  # defaults
+            # What the user turns on in the options page for these tools to work.
+            worker.hook("setSettings", {"actions": {"capture_tab": True, "create_bookmark": True}})
             with McpSession(profile, MCP_CLIENT_ID="assistant", **ACTION_ENV) as mcp:
                 yield Rig(profile, browser, worker, pages, mcp)
             hosts = browser.host_pids()

@@ -415,10 +415,12 @@ def test_popup_search_finds_a_page_that_was_read(rig: Rig) -> None:
     wait_for(lambda: "Connected" in (popup.text("#status") or ""), 5, "the popup's status")
     popup.fill("#query", "gnomon celestial")
     popup.click("#search-form button[type=submit]")
-    wait_for(lambda: popup.texts("#results li .url"), 5, "results in the popup")
-    assert popup.texts("#results li .url")[0] == url
-    assert popup.texts("#results li .title")[0] == "Sundials"
-    assert popup.text("#search-msg") == ""
+    links = "(s) => [...document.querySelectorAll(s)].map(a => a.href)"
+    wait_for(lambda: popup.call(links, "#results li a.hit"), 5, "results in the popup")
+    assert popup.call(links, "#results li a.hit")[0] == url
+    assert popup.texts("#results li a.hit .title")[0] == "Sundials"
+    assert popup.texts("#results li a.hit .meta")[0].startswith("127.0.0.1 · ")
+    assert popup.text("#search-msg") in ("1 result.", f"{len(popup.texts('#results li'))} results.")
     tab.close()
 
 

@@ -52,7 +52,7 @@ ext.events.startup(after(() => app.capture.onStartup()));
 ext.events.alarm(after((alarm) => app.onAlarm(alarm)));
 
 ext.events.committed(onTab((d) => d.tabId, (d) => app.capture.onCommitted(d)));
-ext.events.completed(onTab((d) => d.tabId, (d) => app.capture.onCompleted(d)));
+ext.events.domLoaded(onTab((d) => d.tabId, (d) => app.capture.onLoaded(d)));
 ext.events.historyState(onTab((d) => d.tabId, (d) => app.capture.onHistoryState(d)));
 
 ext.events.tabCreated(after((tab) => app.sync.onTabCreated(tab)));

@@ -1,11 +1,14 @@
 // Visits, dwell and page capture; highlights and notes. Part of the background (app.js).
 //
-// A main-frame navigation that commits on an allowed page starts a visit. When the page
-// has loaded, the dwell script (content/page.js) is injected; once the page has been
-// visible for min_dwell_ms it reports `reached` and the page is extracted and queued as
-// capture_page. The visit itself is queued as `visit` when it ends.
+// A main-frame navigation that commits on an allowed page starts a visit. Once its
+// document is parsed (DOMContentLoaded, not the end of loading: a slow image or font
+// must not stop the clock), the dwell script (content/page.js) is injected; it counts
+// visible time from the navigation's start, and once the page has been visible for
+// min_dwell_ms it reports `reached` and the page is extracted and queued as
+// capture_page. The visit itself is queued as `visit` when it ends. A visit that ends
+// without a capture is counted with its reason (NOT_CAPTURED, like skipped pages).
 
-import { KEYS, LIMITS } from "./config.js";
+import { KEYS, LIMITS, NOT_CAPTURED } from "./config.js";
 import { cutTitle, highlightFields, newId, noteFields, visitFields, captureFields } from "./protocol.js";
 import { PASSWORD_RULE, extractionCaps, readyToCapture } from "./rules.js";
 import { referrerFor } from "./visits.js";
@@ -27,6 +30,21 @@ function runSelection() {
 export class Capture {
   constructor(app) {
     this.app = app;
+    this.outcomes = new Map(); // tab id → {url, reason}: why its last page was not captured
+  }
+
+  /** What became of the page in front of `tab`, for the popup: {state, reason?, ...}. */
+  pageStatus(tab) {
+    if (!tab) return { state: "none" };
+    const verdict = this.app.gateFor(tab.url, tab.incognito);
+    if (!verdict.ok) return { state: "not_captured", reason: verdict.reason, rule: verdict.rule ?? null };
+    const outcome = this.outcomes.get(tab.id);
+    if (outcome && outcome.url === verdict.url) return { state: "not_captured", reason: outcome.reason };
+    const visit = this.app.visits.get(tab.id);
+    if (!visit || visit.url !== verdict.url) return { state: "waiting", visible_ms: 0, min_dwell_ms: this.app.settings.capture.min_dwell_ms };
+    if (visit.captured) return { state: "captured" };
+    if (visit.unreadable) return { state: "not_captured", reason: NOT_CAPTURED.unreadable };
+    return { state: "waiting", visible_ms: visit.visible_ms, min_dwell_ms: this.app.settings.capture.min_dwell_ms };
   }
 
   get ext() {
@@ -46,14 +64,23 @@ export class Capture {
     return this.ext.scripting.runFunc(tabId, func, args);
   }
 
-  /** Queue the end of a visit (its final dwell). */
-  async _sendVisitEnd(visit) {
+  /** Queue the end of a visit (its final dwell); with `count`, one that was never
+   * captured is counted with the reason why (a pause or a restart is not counted). */
+  async _sendVisitEnd(visit, { count = true } = {}) {
     if (!visit) return;
     await this.app.send("visit", visitFields(visit));
+    if (count && !visit.captured && !this.app.paused) await this.app.countSkip(this.missedReason(visit));
+  }
+
+  /** Why a visit ended without a capture. */
+  missedReason(visit) {
+    if (visit.unreadable) return NOT_CAPTURED.unreadable;
+    const lasted = this.app.now() - visit.time;
+    return lasted < this.app.settings.capture.min_dwell_ms ? NOT_CAPTURED.short : NOT_CAPTURED.hidden;
   }
 
   async endAllVisits() {
-    for (const visit of this.app.visits.endAll()) await this._sendVisitEnd(visit);
+    for (const visit of this.app.visits.endAll()) await this._sendVisitEnd(visit, { count: false });
     await this.app.saveVisits();
   }
 
@@ -83,19 +110,26 @@ export class Capture {
     await this.app.saveVisits();
   }
 
-  async onCompleted(details) {
+  /** The main frame's document is parsed (webNavigation.onDOMContentLoaded). */
+  async onLoaded(details) {
     if (details.frameId !== 0) return;
     const visit = this.app.visits.get(details.tabId);
     if (!visit || visit.captured) return;
-    await this._track(details.tabId, visit.visit_id);
+    const tracked = await this._track(details.tabId, visit.visit_id);
+    if (tracked === false && this.app.visits.get(details.tabId) === visit) {
+      visit.unreadable = true; // error page, PDF viewer: the page cannot be read
+      await this.app.saveVisits();
+    }
   }
 
+  /** Start the dwell clocks of `visitId`; the final clocks of the SPA visit it replaces,
+   * null, or false when the page cannot be scripted. */
   async _track(tabId, visitId) {
     const { min_dwell_ms: minDwell } = this.app.settings.capture;
     try {
       return await this._inject(tabId, runTrack, [visitId, minDwell, LIMITS.dwellReportMs]);
     } catch {
-      return null; // error page, PDF viewer, tab gone: nothing to track
+      return false; // error page, PDF viewer, tab gone: nothing to track
     }
   }
 
@@ -132,6 +166,7 @@ export class Capture {
   }
 
   async onTabRemoved(tabId) {
+    this.outcomes.delete(tabId);
     const visit = this.app.visits.end(tabId);
     if (visit) {
       await this._sendVisitEnd(visit);
@@ -170,17 +205,22 @@ export class Capture {
     try {
       content = await this._inject(tabId, runExtract, [extractionCaps(this.app.settings)]);
     } catch {
-      return null;
+      content = null;
     }
     if (this.app.visits.get(tabId)?.visit_id !== visit.visit_id) return null; // navigated meanwhile
     if (content?.password_field) {
       // A sign-in form no exclusion rule knows: neither the page nor the visit is kept.
+      this.outcomes.set(tabId, { url: visit.url, reason: PASSWORD_RULE });
       this.app.visits.end(tabId);
       await this.app.saveVisits();
       await this.app.countSkip(PASSWORD_RULE);
       return { skipped: PASSWORD_RULE };
     }
-    if (!content || (content.content_type !== "html" && content.content_type !== "text")) return null;
+    if (!content || (content.content_type !== "html" && content.content_type !== "text")) {
+      this.outcomes.set(tabId, { url: visit.url, reason: NOT_CAPTURED.unreadable });
+      await this.app.countSkip(NOT_CAPTURED.unreadable);
+      return null;
+    }
     if (content.title) this.app.visits.setTitle(tabId, content.title);
     const fields = captureFields(visit, content, this.app.now());
     const entry = await this.app.send("capture_page", fields);

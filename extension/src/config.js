@@ -24,10 +24,11 @@ export const DEFAULT_SETTINGS = Object.freeze({
   }),
   actions: Object.freeze({
     // Browser actions an assistant may ask for (PROTOCOL.md section 5).
+    // Only grouping is on until the user turns the others on in the options page.
     group_tabs: true,
     close_tabs: false,
-    capture_tab: true,
-    create_bookmark: true,
+    capture_tab: false,
+    create_bookmark: false,
   }),
 });
 
@@ -76,6 +77,16 @@ export const LIMITS = Object.freeze({
   dwellReportMs: 30_000,
   // Search results per page asked by the popup.
   searchLimit: 10,
+});
+
+/**
+ * Why a visited page was not captured, besides an exclusion rule or "password field"
+ * (rules.js): counted like skipped pages (stats.skipped, the host's `skipped`).
+ */
+export const NOT_CAPTURED = Object.freeze({
+  short: "visit too short", // the visit ended before min_dwell_ms had passed
+  hidden: "not in view long enough", // long enough, but the tab was mostly in the background
+  unreadable: "could not be read", // the page could not be scripted or extracted
 });
 
 /** Storage keys (chrome.storage.local unless noted). */

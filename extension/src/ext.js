@@ -130,7 +130,7 @@ export const ext = {
         return true; // the response is sent asynchronously
       }),
     committed: (fn) => chrome.webNavigation.onCommitted.addListener(fn),
-    completed: (fn) => chrome.webNavigation.onCompleted.addListener(fn),
+    domLoaded: (fn) => chrome.webNavigation.onDOMContentLoaded.addListener(fn),
     historyState: (fn) => chrome.webNavigation.onHistoryStateUpdated.addListener(fn),
     tabCreated: (fn) => chrome.tabs.onCreated.addListener(fn),
     tabRemoved: (fn) => chrome.tabs.onRemoved.addListener(fn),

@@ -25,6 +25,7 @@ export function routes(app) {
       run: (request, sender) => app.inTab(sender.tab.id, () => app.capture.onDwell(request, sender)),
     },
     getState: page(() => ({ state: app.state() })),
+    pageStatus: page(async () => ({ status: app.capture.pageStatus(await app.ext.tabs.activeTab()) })),
     search: page(async (request) => ({ result: await hostCall(app.search(request)) })),
     hostStatus: page(async () => ({ result: await hostCall(app.hostStatus()) })),
     memory: page(async (request) => ({ result: await hostCall(app.memoryRead(request.type, request.fields)) })),

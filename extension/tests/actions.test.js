@@ -6,12 +6,14 @@ import { normalizeSettings } from "../src/rules.js";
 import { fakeExt, addTab } from "./helpers/fake-ext.js";
 
 const defaults = normalizeSettings({});
-const everything = normalizeSettings({ actions: { close_tabs: true } });
+const everything = normalizeSettings({ actions: { close_tabs: true, capture_tab: true, create_bookmark: true } });
 
-test("close_tabs_is_refused_with_the_default_settings", () => {
-  const checked = validateAction({ action: "close_tabs", tab_ids: [1] }, defaults);
-  assert.equal(checked.ok, false);
-  assert.equal(checked.error.code, 18);
+test("only_grouping_is_allowed_with_the_default_settings", () => {
+  for (const request of [{ action: "close_tabs", tab_ids: [1] }, { action: "capture_tab", tab_id: 1 }, { action: "create_bookmark", url: "https://b.com/" }]) {
+    const checked = validateAction(request, defaults);
+    assert.deepEqual([checked.ok, checked.error?.code], [false, 18], request.action);
+  }
+  assert.equal(validateAction({ action: "group_tabs", tab_ids: [1] }, defaults).ok, true);
 });
 
 test("unknown_actions_are_unsupported", () => {
@@ -84,10 +86,10 @@ test("create_bookmark_in_a_folder_path_creates_the_missing_folders_and_reports_t
   const created = [];
   let next = 500;
   const bookmarks = { ...ext.bookmarks, create: async (props) => (created.push(props), { id: String(next++), ...props }) };
-  const checked = validateAction({ action: "create_bookmark", url: "https://b.com/", title: "B", parent_id: null, folder: "Research/Async" }, defaults);
+  const checked = validateAction({ action: "create_bookmark", url: "https://b.com/", title: "B", parent_id: null, folder: "Research/Async" }, everything);
   assert.equal(checked.ok, true);
   const result = await performAction(checked.action, deps(ext, { bookmarks }));
   assert.deepEqual(result, { browser_id: "501", folder: "Bookmarks bar/Research/Async" });
   assert.deepEqual(created, [{ parentId: "10", title: "Async" }, { url: "https://b.com/", title: "B", parentId: "500" }]);
-  assert.equal(validateAction({ action: "create_bookmark", url: "https://b.com/", folder: 7 }, defaults).error.code, 16);
+  assert.equal(validateAction({ action: "create_bookmark", url: "https://b.com/", folder: 7 }, everything).error.code, 16);
 });

@@ -24,7 +24,7 @@ async function visitPage(app, ext, { tabId = 1, url, title = "Page", visibleMs =
   tab.title = title;
   ext.world.pages.get(tabId).content = content ?? { content_type: "html", html: `<html><body><p>${title}</p></body></html>`, truncated: false, title, language: "en" };
   await app.inTab(tabId, () => app.capture.onCommitted({ tabId, frameId: 0, url, transitionType: transition, timeStamp: app.now() }));
-  await app.inTab(tabId, () => app.capture.onCompleted({ tabId, frameId: 0, url }));
+  await app.inTab(tabId, () => app.capture.onLoaded({ tabId, frameId: 0, url }));
   const visit = app.visits.get(tabId);
   if (visit && visibleMs > 0) {
     await app.inTab(tabId, () => app.capture.onDwell({ what: "dwell", visit_id: visit.visit_id, visible_ms: visibleMs, active_ms: activeMs, reached: true }, { tab: { ...tab } }));
@@ -419,8 +419,13 @@ test("an_allowed_action_is_performed_and_answered", async () => {
   assert.deepEqual(ext.world.groups[0], [1, 2]);
 });
 
-test("a_capture_tab_action_captures_at_once", async () => {
-  const { host } = await makeApp({ setup: (ext) => addTab(ext, { id: 1, url: "https://a.com/x", title: "X" }) });
+test("a_capture_tab_action_is_off_by_default_and_once_allowed_captures_at_once", async () => {
+  const { app, host } = await makeApp({ setup: (ext) => addTab(ext, { id: 1, url: "https://a.com/x", title: "X" }) });
+  host.port.push({ type: "action", action_id: "a-0", action: "capture_tab", tab_id: 1 });
+  await settle();
+  assert.deepEqual([host.of("action_result")[0].ok, host.of("action_result")[0].error.code], [false, 18]);
+  await app.setSettings({ actions: { capture_tab: true } });
+  host.received.length = 0;
   host.port.push({ type: "action", action_id: "a-3", action: "capture_tab", tab_id: 1 });
   await settle();
   assert.equal(host.of("capture_page").length, 1);
@@ -450,4 +455,57 @@ test("state_reports_what_the_popup_shows", async () => {
   assert.equal(state.queue.dropped, 0);
   assert.equal(state.paused, false);
   assert.equal(state.openVisits, 1);
+});
+
+test("a_visit_that_ends_uncaptured_is_counted_with_its_reason", async () => {
+  const { app, ext, host, clock } = await makeApp();
+  // Left after 2 s: shorter than the 5 s dwell.
+  await visitPage(app, ext, { tabId: 1, url: "https://example.com/short", visibleMs: 0 });
+  await clock.advance(2000);
+  await app.capture.onTabRemoved(1);
+  // Open for a minute but only 1 s of it in view (a background tab).
+  const hidden = await visitPage(app, ext, { tabId: 2, url: "https://example.com/hidden", visibleMs: 0 });
+  await app.capture.onDwell({ visit_id: hidden.visit_id, visible_ms: 1000, active_ms: 0, reached: false }, { tab: ext.world.tabs.get(2) });
+  await clock.advance(60_000);
+  await app.capture.onTabRemoved(2);
+  // A page the dwell script cannot run in (error page, PDF viewer).
+  addTab(ext, { id: 3, url: "https://example.com/broken.pdf", title: "PDF" });
+  ext.world.pages.get(3).fail = true;
+  await visitPage(app, ext, { tabId: 3, url: "https://example.com/broken.pdf", visibleMs: 0 });
+  await clock.advance(30_000);
+  await app.capture.onTabRemoved(3);
+  // A captured page and a paused one are not counted.
+  await visitPage(app, ext, { tabId: 4, url: "https://example.com/read" });
+  await app.capture.onTabRemoved(4);
+  await visitPage(app, ext, { tabId: 5, url: "https://example.com/paused", visibleMs: 0 });
+  await app.applyPaused(true);
+  await settle();
+  assert.deepEqual(app.stats.skipped, { "visit too short": 1, "not in view long enough": 1, "could not be read": 1 });
+  assert.deepEqual(host.of("skipped").map((m) => m.rule), ["visit too short", "not in view long enough", "could not be read"]);
+  assert.ok(host.of("skipped").every((m) => !JSON.stringify(m).includes("example.com")));
+  assert.equal(host.of("capture_page").length, 1);
+});
+
+test("a_page_that_cannot_be_extracted_is_counted_as_unreadable", async () => {
+  const { app, ext, host } = await makeApp();
+  await visitPage(app, ext, { url: "https://example.com/odd", content: { content_type: null } });
+  assert.equal(host.of("capture_page").length, 0);
+  assert.deepEqual(app.stats.skipped, { "could not be read": 1 });
+  await app.capture.onTabRemoved(1);
+  await settle();
+  assert.deepEqual(app.stats.skipped, { "could not be read": 1 }, "counted once, not again when it ends");
+});
+
+test("the_page_in_front_is_reported_as_saved_waiting_or_not_saved_with_why", async () => {
+  const { app, ext } = await makeApp();
+  await visitPage(app, ext, { tabId: 1, url: "https://example.com/waiting", visibleMs: 0 });
+  await app.capture.onDwell({ visit_id: app.visits.get(1).visit_id, visible_ms: 2000, active_ms: 2000, reached: false }, { tab: ext.world.tabs.get(1) });
+  assert.deepEqual(app.capture.pageStatus(ext.world.tabs.get(1)), { state: "waiting", visible_ms: 2000, min_dwell_ms: 5000 });
+  await visitPage(app, ext, { tabId: 2, url: "https://example.com/read" });
+  assert.deepEqual(app.capture.pageStatus(ext.world.tabs.get(2)), { state: "captured" });
+  await visitPage(app, ext, { tabId: 3, url: "https://example.com/signin-form", content: { content_type: null, password_field: true } });
+  assert.deepEqual(app.capture.pageStatus(ext.world.tabs.get(3)), { state: "not_captured", reason: "password field" });
+  addTab(ext, { id: 4, url: "https://accounts.google.com/x" });
+  assert.equal(app.capture.pageStatus(ext.world.tabs.get(4)).reason, "excluded");
+  assert.deepEqual(app.capture.pageStatus(null), { state: "none" });
 });

@@ -143,11 +143,13 @@ test("extract_reads_title_and_language_from_a_cleaned_clone", () => {
   assert.equal(out.html.includes("SECRET"), false);
 });
 
-function trackerWorld() {
+function trackerWorld(visibility = []) {
   let now = 0;
   const doc = { visibilityState: "visible", focused: true, hasFocus() { return this.focused; }, addEventListener(name, fn) { this[`on${name}`] = fn; } };
   let tick = null;
-  const loaded = loadPage({ setInterval: (fn) => { tick = fn; return 1; } });
+  // The browser's record of the document's visibility since the navigation began.
+  const performance = { getEntriesByType: (type) => (type === "visibility-state" ? visibility : []) };
+  const loaded = loadPage({ setInterval: (fn) => { tick = fn; return 1; }, performance });
   const advance = (ms) => {
     for (let i = 0; i < ms / 1000; i += 1) {
       now += 1000;
@@ -179,6 +181,38 @@ test("hidden_time_does_not_count_toward_the_dwell", () => {
   world.doc.onvisibilitychange();
   world.advance(5000);
   assert.equal(world.sent.filter((m) => m.reached).length, 1);
+});
+
+test("visible_time_while_the_page_was_loading_counts_toward_the_dwell", () => {
+  // Visible from the start, the script injected 4 s later (a slow stylesheet held the
+  // parse): the 8.4 s in front are 8.4 s visible, not 4.4 s.
+  const world = trackerWorld([{ name: "visible", startTime: 0 }]);
+  world.setNow(4000);
+  world.page.track("v1", 5000, 30_000, world.doc, world.clock);
+  assert.equal(world.sent[0].visible_ms, 4000);
+  assert.equal(world.sent[0].active_ms, 0, "focus before the script ran is not known");
+  world.advance(1000);
+  assert.equal(world.sent.filter((m) => m.reached).length, 1);
+});
+
+test("time_hidden_before_the_script_ran_does_not_count", () => {
+  const visibility = [{ name: "hidden", startTime: 0 }, { name: "visible", startTime: 3000 }, { name: "hidden", startTime: 3500 }, { name: "visible", startTime: 6000 }];
+  const world = trackerWorld(visibility);
+  world.setNow(7000);
+  world.page.track("v1", 5000, 30_000, world.doc, world.clock);
+  assert.equal(world.sent[0].visible_ms, 1500);
+  const { page } = world;
+  assert.equal(page.visibleSinceStart({ getEntriesByType: () => visibility }, 3200), 200);
+  assert.equal(page.visibleSinceStart({}, 5000), 0, "no record: nothing assumed");
+});
+
+test("an_spa_visit_counts_from_its_own_start", () => {
+  const world = trackerWorld([{ name: "visible", startTime: 0 }]);
+  world.page.track("v1", 60_000, 30_000, world.doc, world.clock);
+  world.advance(10_000);
+  world.page.track("v2", 60_000, 30_000, world.doc, world.clock);
+  world.listeners.pagehide();
+  assert.equal(world.sent[world.sent.length - 1].visible_ms, 0);
 });
 
 test("active_time_counts_only_visible_and_focused_time", () => {

@@ -57,7 +57,7 @@ test("normalize_settings_clamps_sizes_and_dwell_to_bounds", () => {
 });
 
 test("close_tabs_is_off_by_default_and_other_actions_on", () => {
-  assert.deepEqual(normalizeSettings({}).actions, { group_tabs: true, close_tabs: false, capture_tab: true, create_bookmark: true });
+  assert.deepEqual(normalizeSettings({}).actions, { group_tabs: true, close_tabs: false, capture_tab: false, create_bookmark: false });
 });
 
 test("normalize_settings_drops_unknown_keys_and_non_string_rules", () => {

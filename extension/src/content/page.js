@@ -188,9 +188,26 @@
     }
   }
 
-  function makeTracker(visitId, minDwellMs, reportMs, doc, now) {
+  /**
+   * Visible time of this document before the script ran (ms), from the browser's own
+   * record of its visibility since the navigation began (VisibilityStateEntry, Chrome
+   * 115+): the script only runs once the document is parsed, and time spent reading a
+   * page while it was still loading counts too. 0 when the browser keeps no record.
+   */
+  function visibleSinceStart(perf, at) {
+    const entries = perf && perf.getEntriesByType ? perf.getEntriesByType("visibility-state") : [];
+    let total = 0;
+    entries.forEach((entry, i) => {
+      if (entry.name !== "visible") return;
+      const end = i + 1 < entries.length ? entries[i + 1].startTime : at;
+      total += Math.max(0, Math.min(end, at) - entry.startTime);
+    });
+    return total;
+  }
+
+  function makeTracker(visitId, minDwellMs, reportMs, doc, now, visibleBefore = 0) {
     const t = {
-      visitId, visible: 0, active: 0, last: now(), reached: false, reported: -1,
+      visitId, visible: visibleBefore, active: 0, last: now(), reached: false, reported: -1,
       isVisible: () => doc.visibilityState === "visible",
       isFocused: () => (doc.hasFocus ? doc.hasFocus() : false),
     };
@@ -227,7 +244,9 @@
       previous = { visit_id: tracker.visitId, visible_ms: Math.round(tracker.visible), active_ms: Math.round(tracker.active) };
       root.clearInterval(tracker.timer);
     }
-    tracker = makeTracker(visitId, minDwellMs, reportMs, doc, now);
+    // A new document's first visit counts from the navigation's start; an SPA visit from now.
+    const before = previous ? 0 : visibleSinceStart(root.performance, now());
+    tracker = makeTracker(visitId, minDwellMs, reportMs, doc, now, before);
     const current = tracker;
     current.timer = root.setInterval(() => {
       if (tracker === current) current.report(false);
@@ -245,5 +264,8 @@
   }
   let listening = false;
 
-  root.__backtrailPage = { track, extract, selection, cleanTree, textOf, truncateUtf8, choosePayload, classify, hasPasswordField, hasPaymentCardField };
+  root.__backtrailPage = {
+    track, extract, selection, cleanTree, textOf, truncateUtf8, choosePayload, classify, hasPasswordField,
+    hasPaymentCardField, visibleSinceStart,
+  };
 })(globalThis);

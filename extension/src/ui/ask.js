@@ -14,21 +14,7 @@ export async function ask(what, args = {}) {
   return response;
 }
 
-export function $(selector) {
-  return document.querySelector(selector);
-}
-
-/** Create an element: el("a", {href, className}, "text", child…). Text is never parsed as HTML. */
-export function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "className") node.className = value;
-    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
-  return node;
-}
+export { $, el } from "./dom.js";
 
 export function formatTime(ms) {
   if (!Number.isFinite(ms)) return "";
@@ -37,11 +23,21 @@ export function formatTime(ms) {
 
 export const STATUS_TEXT = {
   idle: "Starting…",
-  connecting: "Connecting to the host…",
-  connected: "Connected to the Backtrail host",
-  not_installed: "Host not installed: run `backtrail install`, then restart the browser",
-  forbidden: "The host does not allow this extension: re-run `backtrail install`",
-  disconnected: "Host disconnected: reconnecting",
+  connecting: "Connecting…",
+  connected: "Connected",
+  not_installed: "Not set up",
+  forbidden: "Not allowed",
+  disconnected: "Reconnecting…",
+};
+
+/** What to do when the host cannot be reached at all (shown once, with the setup link). */
+export const SETUP_TEXT = {
+  not_installed:
+    "The Backtrail program is not set up on this computer, so nothing is saved or searched yet. " +
+    "Install it, run backtrail install, then restart the browser.",
+  forbidden:
+    "The Backtrail program on this computer does not accept this copy of the extension. " +
+    "Run backtrail install again (with --extension-id if the extensions page shows another ID), then restart the browser.",
 };
 
 export function flash(node, text, isError = false) {

@@ -1,34 +1,43 @@
 // The options page: shows the background's settings and commands changes; every write
-// goes through the background (setSettings, forget, runBackfill…).
+// goes through the background (setSettings, forget, runBackfill…). Settings are saved
+// only by "Save settings", after every field was checked (settings-form.js); the
+// buttons under "Do it now" act at once. Forgetting asks first, with the counts of what
+// would go (the host's forget_preview).
 
 import { $, ask, flash } from "./ask.js";
 import { DEFAULT_EXCLUSIONS } from "../urls.js";
+import { checkSettings, countsInWords, wholeNumber } from "./settings-form.js";
+import { SETTING_BOUNDS } from "../config.js";
 
-function render(current, invalid = []) {
+const FIELDS = ["dwell", "max-size", "days", "rules"];
+
+function render(current) {
   $("#use-defaults").checked = current.exclusions.use_defaults;
   $("#skip-password").checked = current.capture.skip_password_pages;
   $("#rules").value = current.exclusions.rules.join("\n");
-  $("#dwell").value = Math.round(current.capture.min_dwell_ms / 1000);
-  $("#max-size").value = Math.round(current.capture.max_html_bytes / 1000);
-  $("#days").value = current.history.backfill_days;
+  $("#dwell").value = String(Math.round(current.capture.min_dwell_ms / 1000));
+  $("#max-size").value = String(Math.round(current.capture.max_html_bytes / 1000));
+  $("#days").value = String(current.history.backfill_days);
   for (const box of document.querySelectorAll("[data-action]")) box.checked = Boolean(current.actions[box.dataset.action]);
-  $("#invalid-rules").textContent = invalid.length ? `Ignored: ${invalid.map((i) => `${i.rule} (${i.reason})`).join("; ")}` : "";
+  showErrors({});
 }
 
-function collect() {
-  const kb = Number($("#max-size").value) * 1000;
+function raw() {
   return {
-    exclusions: {
-      use_defaults: $("#use-defaults").checked,
-      rules: $("#rules").value.split("\n").map((line) => line.trim()).filter(Boolean),
-    },
-    capture: {
-      min_dwell_ms: Number($("#dwell").value) * 1000, max_html_bytes: kb, max_text_bytes: kb,
-      skip_password_pages: $("#skip-password").checked,
-    },
-    history: { backfill_days: Number($("#days").value) },
+    dwell: $("#dwell").value, maxSize: $("#max-size").value, days: $("#days").value, rules: $("#rules").value,
+    useDefaults: $("#use-defaults").checked, skipPassword: $("#skip-password").checked,
     actions: Object.fromEntries([...document.querySelectorAll("[data-action]")].map((box) => [box.dataset.action, box.checked])),
   };
+}
+
+/** A message under each field that is wrong; the others are cleared. */
+function showErrors(errors) {
+  for (const id of FIELDS) {
+    const message = errors[id] ?? "";
+    $(`#${id}-error`).textContent = message;
+    if (message) $(`#${id}`).setAttribute("aria-invalid", "true");
+    else $(`#${id}`).removeAttribute("aria-invalid");
+  }
 }
 
 async function run(button, msg, work) {
@@ -43,26 +52,36 @@ async function run(button, msg, work) {
   }
 }
 
-function forgetText(outcome) {
-  if (!outcome.queued) return "Nothing was sent.";
-  if (!outcome.done) return "Queued: the host will forget it as soon as it is connected.";
-  if (!outcome.ok) return `The host refused: ${outcome.error.message}`;
-  const counts = Object.entries(outcome.result.counts ?? {}).filter(([, n]) => n).map(([k, n]) => `${n} ${k}`).join(", ");
-  return `Forgotten${counts ? `: ${counts}` : " (nothing was stored)"}.`;
-}
+// ---------------------------------------------------------------- settings
 
-$("#save").addEventListener("click", () =>
-  run($("#save"), $("#save-msg"), async () => {
-    const answer = await ask("setSettings", { settings: collect() });
-    render(answer.settings, answer.invalidRules);
+$("#settings").addEventListener("input", () => flash($("#save-msg"), "Unsaved changes."));
+$("#settings").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const { settings, errors } = checkSettings(raw());
+  showErrors(errors);
+  if (!settings) {
+    flash($("#save-msg"), `Not saved: ${Object.keys(errors).length} field(s) need fixing.`, true);
+    $(`#${FIELDS.find((id) => errors[id])}`).focus();
+    return;
+  }
+  await run($("#save"), $("#save-msg"), async () => {
+    const answer = await ask("setSettings", { settings });
+    render(answer.settings);
     return "Saved.";
-  }),
-);
+  });
+});
+
+// ---------------------------------------------------------------- do it now
 
 $("#backfill").addEventListener("click", () =>
   run($("#backfill"), $("#backfill-msg"), async () => {
-    const { summary } = await ask("runBackfill", { days: Number($("#days").value) });
-    return `Queued ${summary.items} address(es) in ${summary.batches} batch(es).`;
+    const days = wholeNumber($("#days").value, SETTING_BOUNDS.backfill_days, "days");
+    if (days.error) {
+      showErrors({ days: days.error });
+      throw new Error("Fix the number of days first.");
+    }
+    const { summary } = await ask("runBackfill", { days: days.value });
+    return `Queued ${summary.items} address(es) from the last ${days.value} days in ${summary.batches} batch(es).`;
   }),
 );
 
@@ -73,23 +92,87 @@ $("#bookmarks").addEventListener("click", () =>
   }),
 );
 
-$("#forget").addEventListener("click", () =>
-  run($("#forget"), $("#forget-msg"), async () => {
-    const site = $("#forget-site").value.trim();
-    if (!site) throw new Error("Type a site first.");
-    const selector = site.includes("/") ? { url: site.includes("://") ? site : `https://${site}` } : { domain: site };
-    const { outcome } = await ask("forget", { selector });
+// ---------------------------------------------------------------- forget
+
+let pending = null; // {selector, what} waiting for "Forget for good"
+
+function forgetText(outcome) {
+  if (!outcome.queued) return "Nothing was sent.";
+  if (!outcome.done) return "Queued: the host will forget it as soon as it is connected.";
+  if (!outcome.ok) return `The host refused: ${outcome.error.message}`;
+  const words = countsInWords(outcome.result.counts);
+  return words ? `Forgotten: ${words}.` : "Forgotten (nothing was stored).";
+}
+
+/** What forgetting `selector` would remove: the host's forget_preview for a page or a
+ * site; everything it holds (its status counts) for everything. */
+async function previewCounts(selector) {
+  if (selector.everything) return (await ask("hostStatus")).result.counts;
+  return (await ask("memory", { type: "forget_preview", fields: selector })).result.counts;
+}
+
+/** Show what forgetting `selector` would remove and wait for the user's answer. */
+async function confirmForget(selector, what) {
+  $("#confirm").hidden = true;
+  flash($("#forget-msg"), "Counting what would be forgotten…");
+  let text;
+  try {
+    const words = countsInWords(await previewCounts(selector));
+    if (!words) {
+      flash($("#forget-msg"), `Nothing is stored from ${what}.`);
+      return;
+    }
+    text = `Forget ${what}? This permanently removes ${words}.`;
+  } catch (error) {
+    if (error.code === 16 || /domain|public suffix/i.test(error.message)) throw error;
+    text = `Backtrail cannot count what is stored right now (${error.message}). Forget ${what} anyway? It is removed for good once the host is connected.`;
+  }
+  flash($("#forget-msg"), "");
+  pending = { selector, what };
+  $("#confirm-text").textContent = text;
+  $("#confirm").hidden = false;
+  $("#confirm-yes").focus();
+}
+
+function siteSelector(site) {
+  if (!site.includes("/")) return { domain: site };
+  return { url: site.includes("://") ? site : `https://${site}` };
+}
+
+$("#forget").addEventListener("click", async () => {
+  const site = $("#forget-site").value.trim();
+  $("#forget-site-error").textContent = site ? "" : "Type a site (example.com) or a page's address first.";
+  if (!site) {
+    $("#forget-site").setAttribute("aria-invalid", "true");
+    $("#forget-site").focus();
+    return;
+  }
+  $("#forget-site").removeAttribute("aria-invalid");
+  await confirmForget(siteSelector(site), site).catch((error) => flash($("#forget-msg"), error.message, true));
+});
+
+$("#forget-all").addEventListener("click", () =>
+  confirmForget({ everything: true }, "everything Backtrail has stored").catch((error) => flash($("#forget-msg"), error.message, true)),
+);
+
+$("#confirm-no").addEventListener("click", () => {
+  pending = null;
+  $("#confirm").hidden = true;
+  flash($("#forget-msg"), "Cancelled: nothing was forgotten.");
+});
+
+$("#confirm-yes").addEventListener("click", () =>
+  run($("#confirm-yes"), $("#forget-msg"), async () => {
+    const chosen = pending;
+    pending = null;
+    $("#confirm").hidden = true;
+    if (!chosen) return "Nothing to forget.";
+    const { outcome } = await ask("forget", { selector: chosen.selector });
     return forgetText(outcome);
   }),
 );
 
-$("#forget-all").addEventListener("click", () =>
-  run($("#forget-all"), $("#forget-msg"), async () => {
-    if (!window.confirm("Forget every page, visit, highlight, note, bookmark and tab Backtrail has stored?")) return "Cancelled.";
-    const { outcome } = await ask("forget", { selector: { everything: true } });
-    return forgetText(outcome);
-  }),
-);
+// ---------------------------------------------------------------- export
 
 $("#export").addEventListener("click", () =>
   run($("#export"), $("#export-msg"), async () => {
@@ -112,4 +195,4 @@ $("#export").addEventListener("click", () =>
 );
 
 $("#default-rules").textContent = DEFAULT_EXCLUSIONS.join("\n");
-ask("getSettings").then(({ settings, invalidRules }) => render(settings, invalidRules));
+ask("getSettings").then(({ settings }) => render(settings));
