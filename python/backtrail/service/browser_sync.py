@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -289,6 +290,12 @@ class BrowserSync:
     def snapshot_tabs(self, tabs: Sequence[TabInput]) -> int:
         self._require_capturing()
         return self.memory.snapshot_tabs([self._tab(tab) for tab in tabs], profile=self.profile)
+
+    def session_ended(self) -> int:
+        """The browser closed this session (its port): the profile's tabs stored until
+        now are no longer open; a session that connects next sends them again. Returns
+        how many were removed."""
+        return self._ledger.close_tabs(profile=self.profile, before=int(time.time()) + 1)
 
     def tab_event(self, kind: str, tab: TabInput) -> None:
         """Apply a tab event; ``closed`` for an unknown tab is a no-op."""
