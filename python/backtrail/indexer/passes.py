@@ -55,7 +55,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
@@ -74,7 +74,7 @@ from backtrail.indexer.ids import (
     page_parent,
 )
 from backtrail.indexer.locks import HostPresence, PassLock, lower_thread_priority
-from backtrail.indexer.reads import EntityReader, IndexLag, Watermark, next_scan
+from backtrail.indexer.reads import EntityReader, IndexLag, Watermark, named_entities, next_scan
 from backtrail.store import Change, Ledger, Page
 
 logger = logging.getLogger(__name__)
@@ -82,10 +82,10 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, phase)``; ``phase`` is ``"extract"`` (captures whose main text
-is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded),
-``"rebuild-text"`` or ``"rebuild-vectors"`` (entities scanned). Each phase is reported
-once before its first batch and after every batch; ``total`` is an estimate that may
-grow while writes arrive."""
+is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded, rebuilds too) or
+``"rebuild-text"`` (entities scanned). Each phase is reported before its first batch and
+after every batch (``"vectors"`` after every embedding piece too); ``total`` is an
+estimate that may grow while writes arrive."""
 
 
 class TextEmbedder(Protocol):
@@ -108,22 +108,6 @@ class _Stopping(Exception):
     """The background thread was asked to stop: the pass gives up at a checkpoint."""
 
 
-def _entities(
-    changes: Sequence[Change], *, upserts_only: bool = False
-) -> list[tuple[int, str, int]]:
-    """``(first seq, entity type, entity id)`` of each entity named, in first-seen order."""
-    seen: set[tuple[str, int]] = set()
-    out: list[tuple[int, str, int]] = []
-    for change in changes:
-        if upserts_only and change.op != "upsert":
-            continue
-        key = (change.entity_type, change.entity_id)
-        if key not in seen:
-            seen.add(key)
-            out.append((change.seq, change.entity_type, change.entity_id))
-    return out
-
-
 @dataclass
 class _VectorStart:
     """Where a run of vector turns started: the watermark, :attr:`Indexer.embedded`, and
@@ -132,6 +116,7 @@ class _VectorStart:
     mark: Watermark
     embedded: int
     waiting: int = 0
+    texts: int = 0
 
 
 def _report(progress: Progress | None, done: int, total: int, phase: str) -> None:
@@ -171,6 +156,8 @@ class Indexer:
         """Index commits made by this indexer (for diagnostics and tests)."""
         self.embedded = 0
         """Passages this indexer embedded (for progress, diagnostics and tests)."""
+        self.embedded_texts = 0  # also counts a batch's pieces before its commit
+        self._on_piece: Callable[[], None] | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -274,6 +261,11 @@ class Indexer:
             vector_changes=max(0, mark.text - mark.vectors),
         )
 
+    def busy(self) -> bool:
+        """True while a pass runs (here or in another process) or a host, which works
+        through the backlog, serves this data directory."""
+        return self._lock.busy() or self._presence.present()
+
     def passages_without_vectors(self, index_stats: Mapping[str, Any] | None = None) -> int:
         """Documents of the index that have no vector for their current text."""
         stats = self.index.stats() if index_stats is None else index_stats
@@ -333,14 +325,26 @@ class Indexer:
             return self.lag()
         mark = self._mark()
         waiting = self.passages_without_vectors() if progress is not None else 0
-        start = _VectorStart(mark, self.embedded, waiting)
-        if mark.vector_scan is None:  # before the model loads, so the phase shows at once
+        start = _VectorStart(mark, self.embedded, waiting, self.embedded_texts)
+        if self.config.embeddings:  # before the model loads: the phase shows at once
             _report(progress, 0, waiting, "vectors")
         embedder = self._embedder()
-        while embedder is not None and self._vector_turn(embedder, wait, progress, start):
-            pass
+        if embedder is not None and not self.config.embeddings:
+            _report(progress, 0, waiting, "vectors")
+        self._on_piece = None if progress is None else lambda: self._piece_report(progress, start)
+        try:
+            while embedder is not None and self._vector_turn(embedder, wait, progress, start):
+                pass
+        finally:
+            self._on_piece = None
         self.merge_vectors()
         return self.lag()
+
+    def _piece_report(self, progress: Progress, start: _VectorStart) -> None:
+        """After each embedding piece; a Ctrl-C seen here raises after the batch's commit."""
+        done = self.embedded_texts - start.texts
+        with suppress(Exception):
+            _report(progress, done, max(start.waiting, done), "vectors")
 
     def merge_vectors(self) -> None:
         """Merge small vector segments until few are left (see ``_core.Index.
@@ -457,7 +461,7 @@ class Indexer:
 
     def _apply_changes(self, mark: Watermark, changes: Sequence[Change]) -> Watermark:
         touched = self._touch_stats_only_pages(changes)
-        entities = [e for e in _entities(changes) if e[1] != "page" or e[2] not in touched]
+        entities = [e for e in named_entities(changes) if e[1] != "page" or e[2] not in touched]
         staged = 0
         for start in range(0, len(entities), _FETCH_CHUNK):
             self._checkpoint()
@@ -558,16 +562,12 @@ class Indexer:
                 return False
             self._text_pass(progress)
             more = self._vector_step(embedder, upto)
-            mark = self._mark()
         if progress is None:
             return more
-        if mark.vector_scan is not None or start.mark.vector_scan is not None:
-            _report(progress, *self._reader.scan_progress(mark.vector_scan), "rebuild-vectors")
-        else:
-            done = self.embedded - start.embedded
-            if more and done >= start.waiting:  # more arrived meanwhile: count again
-                start.waiting = done + self.passages_without_vectors()
-            _report(progress, done, start.waiting if more else done, "vectors")
+        done = self.embedded - start.embedded
+        if more and done >= start.waiting:  # more arrived meanwhile: count again
+            start.waiting = done + self.passages_without_vectors()
+        _report(progress, done, start.waiting if more else done, "vectors")
         return more
 
     def _vector_step(self, embedder: TextEmbedder, upto: int | None = None) -> bool:
@@ -589,7 +589,7 @@ class Indexer:
             return False
         visits_only = self._stats_only_pages(changes)
         entities = [
-            e for e in _entities(changes, upserts_only=True)
+            e for e in named_entities(changes, upserts_only=True)
             if e[1] != "page" or e[2] not in visits_only
         ]  # fmt: skip
         docs, covered = self._collect(entities, changes[-1].seq)
@@ -660,6 +660,9 @@ class Indexer:
         for start in range(0, len(texts), _EMBED_PIECE):
             self._checkpoint()
             vectors += embedder.embed(texts[start : start + _EMBED_PIECE])
+            self.embedded_texts += len(texts[start : start + _EMBED_PIECE])
+            if self._on_piece is not None and threading.current_thread() is not self._thread:
+                self._on_piece()
         return vectors
 
     def _vector_scan_step(self, mark: Watermark, embedder: TextEmbedder) -> bool:
@@ -798,6 +801,6 @@ class Indexer:
         if upto is not None:
             return self._own_work_done(upto)
         lag = self.lag(passages=False)
-        if not lag.text_caught_up:
+        if not lag.text_caught_up or lag.captures:  # a capture queued during another's pass
             return False
         return no_vector_work or lag.vectors_caught_up

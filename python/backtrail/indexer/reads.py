@@ -23,7 +23,7 @@ from typing import Any
 from backtrail.indexer.ids import (
     ENTITY_TYPES,
 )
-from backtrail.store import Bookmark, Fact, Highlight, Ledger, Note, Page
+from backtrail.store import Bookmark, Change, Fact, Highlight, Ledger, Note, Page
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +174,10 @@ class IndexLag:
     document of a title-only page, highlight, note, bookmark or fact) without a vector
     for their current text; ``None`` where it was not counted (a search's lag: counting
     reads every document). ``vector_changes`` is how the indexer tracks its own vector
-    pass: the changes searchable as text that it has not yet embedded."""
+    pass: the changes searchable as text that it has not yet embedded. ``indexing``:
+    a pass runs now (a process holds the pass lock) or a browser host serves the data
+    directory (it works through the backlog while it runs); only then is a rebuild
+    "rebuilding", else it waits for ``backtrail index``."""
 
     ledger_seq: int
     text_seq: int
@@ -185,6 +188,7 @@ class IndexLag:
     rebuilding_vectors: bool
     captures: int = 0
     vector_changes: int = 0
+    indexing: bool = False
 
     @property
     def text_caught_up(self) -> bool:
@@ -194,3 +198,19 @@ class IndexLag:
     def vectors_caught_up(self) -> bool:
         """The vector pass has reached the text watermark (the indexer's own measure)."""
         return self.text_caught_up and self.vector_changes == 0 and not self.rebuilding_vectors
+
+
+def named_entities(
+    changes: Sequence[Change], *, upserts_only: bool = False
+) -> list[tuple[int, str, int]]:
+    """``(first seq, entity type, entity id)`` of each entity named, in first-seen order."""
+    seen: set[tuple[str, int]] = set()
+    out: list[tuple[int, str, int]] = []
+    for change in changes:
+        if upserts_only and change.op != "upsert":
+            continue
+        key = (change.entity_type, change.entity_id)
+        if key not in seen:
+            seen.add(key)
+            out.append((change.seq, change.entity_type, change.entity_id))
+    return out

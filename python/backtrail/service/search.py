@@ -391,13 +391,22 @@ class SearchOps(MemoryBase):
 
     def _presented(self, result: SearchResult) -> SearchResult:
         """``result`` with its site and the title a person reads (:mod:`.present`)."""
+        if result.kind != "page":
+            site = present.site(result.domain)
+            return dataclasses.replace(result, display_title=result.title, site=site)
+        title, site = self.presented_title(result.title, result.domain)
+        return dataclasses.replace(result, display_title=title, site=site)
+
+    def presented_title(
+        self, title: str | None, domain: str | None
+    ) -> tuple[str | None, str | None]:
+        """A page's title as a person reads it (without the suffix its site's pages
+        share in the ledger or that names the site) and its site: :mod:`.present`."""
         suffixes = getattr(self, "_site_suffixes", None)
         if suffixes is None:
             suffixes = self._site_suffixes = present.SiteSuffixes(self._ledger.page_titles)
-        site = present.site(result.domain)
-        shared = suffixes.of(result.domain) if result.kind == "page" else ()
-        title = present.display_title(result.title, site, shared)
-        return dataclasses.replace(result, display_title=title, site=site)
+        site = present.site(domain)
+        return present.display_title(title, site, suffixes.of(domain)), site
 
     def similar_pages(
         self, page_id: int, *, probes: int = 6, k: int = 30
@@ -533,6 +542,8 @@ def _result(hit: Mapping[str, Any], kind: str, item: Any, budget: int) -> Search
     common = {"kind": kind, "snippet": snippet, "passages": extras, "score": hit["score"],
               "explanation": dict(hit["explanation"])}  # fmt: skip
     if isinstance(item, Page):
+        if item.last_captured_at is None:  # a visit only: its document is pieces of the URL
+            common.update(snippet="", passages=())
         return SearchResult(
             id=item.id, title=item.title, url=item.url, domain=item.domain, origin="web",
             source=label("web page", item.url, item.last_captured_at, item.last_seen),
