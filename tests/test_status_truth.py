@@ -204,3 +204,32 @@ def test_a_capture_queued_while_another_process_indexes_is_extracted_without_hel
         holder.wait(timeout=30)
         wait_for(lambda: memory.index_lag(passages=False).captures == 0, 30, "extraction")
         wait_for(lambda: memory.search("zebra crossings").results, 30, "searchable")
+
+
+def test_the_host_gives_readable_results_and_forgets_open_tabs_when_the_browser_closes(
+    data_home: Path,
+) -> None:
+    from host_client import VISIT_TIME, HostProcess, capture_fields
+
+    tab = {"tab_id": 1, "window_id": 1, "index": 0, "url": "https://example.com/one",
+           "title": "One", "active": True, "pinned": False, "group_id": None,
+           "last_accessed_time": VISIT_TIME}  # fmt: skip
+    with HostProcess(data_home) as host:
+        host.hello()
+        host.ok("capture_page", **capture_fields("https://docs.python.org/3.11/library/c.html",
+                                                 TEXT, visit_id="v1", title=TITLE))  # fmt: skip
+        assert host.ok("tab_snapshot", tabs=[tab, {**tab, "tab_id": 2}], time=VISIT_TIME) == {
+            "tabs": 2}  # fmt: skip
+        assert host.ok("status")["counts"]["tabs"] == 2
+        (result,) = wait_for(lambda: host.ok("search", query="context manager")["results"], 30)
+        assert {k: result[k] for k in ("display_title", "site", "visits", "last_visit_ms",
+                                       "visits_text")} == {  # fmt: skip
+            "display_title": "contextlib — Utilities for with-statement contexts",
+            "site": "python.org", "visits": 1, "last_visit_ms": VISIT_TIME // 1000 * 1000,
+            "visits_text": "read once"}  # fmt: skip
+        assert result["when"] == present.relative_time(VISIT_TIME // 1000)
+        host.close_stdin()
+        assert host.wait() == 0
+    with HostProcess(data_home) as host:  # the browser starts again, before its snapshot
+        host.hello()
+        assert host.ok("status")["counts"]["tabs"] == 0

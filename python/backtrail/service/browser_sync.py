@@ -229,11 +229,12 @@ class BrowserSync:
         if self._rules is not None:
             self._require_allowed(url)
         with self.atomic():
+            # The visit first: a page it creates is dated by the visit, not the capture.
+            _, created = self._visit(url, title, visit)
             receipt = self.memory.capture_page(
                 url, html=html, text=text, title=title, language=language,
                 captured_at=captured_at,
             )  # fmt: skip
-            _, created = self._visit(url, receipt.title, visit)
         duplicate = not created and receipt.outcome == "unchanged"
         return CaptureOutcome(receipt.page_id, receipt.outcome, created, duplicate)
 

@@ -402,6 +402,9 @@ class SearchOps(MemoryBase):
     ) -> tuple[str | None, str | None]:
         """A page's title as a person reads it (without the suffix its site's pages
         share in the ledger or that names the site) and its site: :mod:`.present`."""
+        for field, value in (("title", title), ("domain", domain)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(field, f"must be a string, not {type(value).__name__}")
         suffixes = getattr(self, "_site_suffixes", None)
         if suffixes is None:
             suffixes = self._site_suffixes = present.SiteSuffixes(self._ledger.page_titles)
