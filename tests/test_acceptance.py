@@ -263,6 +263,8 @@ PAGE = "https://example.com/n"
 BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]]] = [
     *[("capture_page", (url,), {"text": "x"}, InvalidUrl) for url in BAD_URLS],
     ("capture_page", (PAGE,), {}, InvalidInput),
+    ("presented_title", (12, "example.com"), {}, InvalidInput),
+    ("presented_title", ("A title", ["example.com"]), {}, InvalidInput),
     ("capture_page", (PAGE,), {"text": "a", "html": "<p>a</p>"}, InvalidInput),
     ("capture_page", (PAGE,), {"text": 12}, InvalidInput),
     ("capture_page", (PAGE,), {"text": b"\xff\xfe bytes"}, InvalidInput),

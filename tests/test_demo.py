@@ -79,7 +79,7 @@ def test_the_demo_says_which_ranking_ran(data_home: Path, monkeypatch: pytest.Mo
         memory.capture_page("https://example.com/wal", text=LOREM)
         memory.catch_up(vectors=False)  # what the demo does before its search
         page = memory.search("write-ahead log")
-        assert page.mode == "hybrid"  # asked for, but no vector exists to rank with
+        assert page.mode == "bm25"  # hybrid was asked for, but no vector exists to rank with
         note = demo.ranking_note(memory, page.mode)
         assert note == "keyword (BM25) ranking: no passage has its vector yet"
         memory.catch_up()

@@ -395,8 +395,13 @@ def test_vector_phase_resumes_after_the_process_is_killed(
     )  # fmt: skip
     try:
         assert child.stdout is not None
-        line = child.stdout.readline()  # the first committed batch
-        assert line.startswith("rebuild-vectors "), child.communicate(timeout=60)[1]
+        # Passages are counted from the start; 16 embedded means the first batch of 8
+        # was committed.
+        line = child.stdout.readline()
+        assert line == f"vectors 0 {total}\n", child.communicate(timeout=60)[1]
+        while int(line.split()[1]) < 16:
+            line = child.stdout.readline()
+            assert line.startswith("vectors "), child.communicate(timeout=60)[1]
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
     finally:

@@ -152,7 +152,7 @@ def test_a_capture_with_a_visit_is_one_transaction_with_an_event_each(
     try:
         (visit,) = ledger.list_visits()
         assert (visit.tab_id, visit.visited_at) == (4, clock.now)
-        assert [e.action for e in ledger.list_events()] == ["page.capture", "visit.record"]
+        assert [e.action for e in ledger.list_events()] == ["visit.record", "page.capture"]
         with pytest.raises(InvalidInput):  # a bad visit undoes the capture too
             memory.capture_page("https://example.com/b", text="x", visit=VisitInfo(dwell_ms=-1))
         assert ledger.stats().counts["pages"] == 1

@@ -154,10 +154,14 @@ def test_changes_since_resumes_from_a_watermark_in_pages(ledger: Ledger) -> None
     assert ledger.max_change_seq() == 8  # never restarts
 
 
-def test_unchanged_capture_at_a_later_time_records_a_stats_change(
+def test_unchanged_capture_at_a_later_time_records_no_change(
     ledger: Ledger, clock: FakeClock
 ) -> None:
     ledger.capture_page("https://e.com/a", text="t")
     clock.advance(60)
     ledger.capture_page("https://e.com/a", text="t")
-    assert [(c.op, c.aspect) for c in ledger.changes_since(1)] == [("upsert", "stats")]
+    assert ledger.changes_since(1) == []  # a capture is not a visit: nothing to re-rank
+    assert (
+        ledger.get_page("https://e.com/a").last_seen
+        == ledger.get_page("https://e.com/a").first_seen
+    )

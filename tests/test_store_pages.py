@@ -74,7 +74,8 @@ def test_recapture_differing_only_in_whitespace_and_case_is_unchanged(
     assert again.outcome == "unchanged"
     assert again.version.version == 1
     assert again.version.text == LONG_TEXT  # the stored text is not replaced
-    assert (again.page.last_seen, again.version.updated_at) == (T0 + 60, T0 + 60)
+    # A capture is not a visit: the page's last visit stays where it was.
+    assert (again.page.last_seen, again.version.updated_at) == (T0, T0 + 60)
     assert len(ledger.list_page_versions(again.page.id)) == 1
 
 

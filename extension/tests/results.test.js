@@ -1,7 +1,8 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { hitFacts, relativeTime } from "../src/ui/results.js";
+import { hitFacts } from "../src/ui/results.js";
+import { relativeTime } from "../src/ui/memory-format.js";
 
 const NOW = Date.UTC(2026, 11, 6, 12, 0, 0);
 
@@ -10,7 +11,7 @@ test("times_read_as_people_say_them", () => {
   assert.equal(relativeTime(NOW - 5 * 60_000, NOW), "5 minutes ago");
   assert.equal(relativeTime(NOW - 3 * 3_600_000, NOW), "3 hours ago");
   assert.equal(relativeTime(NOW - 86_400_000, NOW), "yesterday");
-  assert.equal(relativeTime(NOW - 9 * 86_400_000, NOW), "last week");
+  assert.equal(relativeTime(NOW - 9 * 86_400_000, NOW, "en"), "Nov 27");
   assert.equal(relativeTime(null, NOW), "");
 });
 

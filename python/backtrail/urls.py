@@ -601,6 +601,14 @@ def site_domain(domain: object) -> str:
     return name
 
 
+def registrable_domain(host: str) -> str | None:
+    """The part of a normalised ``host`` someone registered, by the Public Suffix List
+    (``docs.python.org`` -> ``python.org``, ``a.b.github.io`` -> ``b.github.io``);
+    ``None`` for a public suffix itself or a name under no listed suffix."""
+    found = _public_suffixes().privatesuffix(host)
+    return str(found) if found else None
+
+
 def domain_matches(host: str, domain: str) -> bool:
     """True if ``host`` is ``domain`` or one of its subdomains (both already normalised)."""
     return host == domain or host.endswith("." + domain)

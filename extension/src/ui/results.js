@@ -4,28 +4,8 @@
 // knows them; older hosts give only title, url and visit_time, and this falls back.
 
 import { el } from "./dom.js";
+import { relativeTime, visitsText } from "./memory-format.js";
 import { snippetParts } from "./snippet.js";
-
-const UNITS = [
-  ["year", 365 * 86_400_000],
-  ["month", 30 * 86_400_000],
-  ["week", 7 * 86_400_000],
-  ["day", 86_400_000],
-  ["hour", 3_600_000],
-  ["minute", 60_000],
-];
-
-/** "5 minutes ago", "yesterday", "just now" ("" for no time). */
-export function relativeTime(ms, now = Date.now()) {
-  if (!Number.isFinite(ms)) return "";
-  const age = now - ms;
-  if (Math.abs(age) < 60_000) return "just now";
-  const words = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
-  for (const [unit, size] of UNITS) {
-    if (Math.abs(age) >= size) return words.format(-Math.round(age / size), unit);
-  }
-  return "just now";
-}
 
 function hostOf(url) {
   try {
@@ -40,8 +20,7 @@ export function hitFacts(hit, now = Date.now()) {
   const site = hit.site || hit.domain || hostOf(hit.url);
   const title = hit.display_title || hit.title || hit.url || "(untitled)";
   const time = [hit.last_visit_ms, hit.visit_time, hit.last_seen_time].find(Number.isFinite);
-  const count = Number.isInteger(hit.visits) ? hit.visits : hit.visit_count;
-  const visits = Number.isInteger(count) && count > 0 ? `${count} visit${count === 1 ? "" : "s"}` : "";
+  const visits = visitsText(Number.isInteger(hit.visits) ? hit.visits : hit.visit_count);
   const kind = hit.kind && hit.kind !== "page" ? hit.kind : "";
   // A recent page whose text never arrived says so (it cannot be found by its words).
   const missing = hit.captured_time === null ? "text not captured" : "";

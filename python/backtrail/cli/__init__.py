@@ -45,6 +45,8 @@ _verbosity = 0
 COMMAND_MODULES: dict[str, str] = {
     "search": "backtrail.cli.search",
     "stats": "backtrail.cli.search",
+    "recent": "backtrail.cli.browse",
+    "show": "backtrail.cli.browse",
     "import": "backtrail.cli.imports",
     "export": "backtrail.cli.export",
     "forget": "backtrail.cli.forget",

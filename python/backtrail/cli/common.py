@@ -305,26 +305,31 @@ def new_table(*headers: str) -> Table:
 
 
 def lag_text(lag: Any, model: str) -> str:
-    """``text up to date; embeddings 1,234 passages waiting`` (and the captures waiting
-    for text extraction, when there are)."""
+    """``text up to date; embeddings up to date``, or what is left and what to do about
+    it: ``embeddings 1,234 passages not embedded yet; run `backtrail index``` (the
+    captures waiting for text extraction too). "rebuilding" and "being embedded" only
+    while a pass runs (``lag.indexing``)."""
     if lag.ledger_seq == 0 and not lag.captures:
         return "nothing to index yet"
-    text = (
-        "rebuilding"
-        if lag.rebuilding_text
-        else ("up to date" if not lag.text else f"{lag.text:,} changes behind")
-    )
+    running = getattr(lag, "indexing", False)
+    if lag.rebuilding_text:
+        text = "rebuilding" if running else "rebuild interrupted"
+    else:
+        text = "up to date" if not lag.text else f"{lag.text:,} changes behind"
     if lag.captures:
         text += f", {lag.captures:,} captured page{_s(lag.captures)} waiting for text extraction"
     waiting = f"{lag.vectors:,} passage{_s(lag.vectors)}" if lag.vectors else None
-    vectors = f"{waiting} waiting" if waiting else "up to date"
-    if lag.vectors is None:  # a search's lag: not counted
-        vectors = "not counted"
-    if lag.rebuilding_vectors:
-        vectors = f"rebuilding, {vectors}"
     if model == "disabled":
         vectors = f"off ({waiting} without vectors)" if waiting else "off"
-    return f"text {text}; embeddings {vectors}"
+    elif lag.vectors is None:  # a search's lag: not counted
+        vectors = "not counted"
+    elif not waiting:
+        vectors = "up to date"
+    else:
+        vectors = f"{waiting} being embedded" if running else f"{waiting} not embedded yet"
+    pending = lag.rebuilding_text or lag.text or lag.captures or (waiting and model != "disabled")
+    hint = "; run `backtrail index`" if pending and not running else ""
+    return f"text {text}; embeddings {vectors}{hint}"
 
 
 def _s(count: int) -> str:

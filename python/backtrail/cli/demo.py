@@ -137,7 +137,8 @@ def ranking_note(memory: Memory, mode: str) -> str:
     with_vectors = int(index.get("documents_with_vectors") or 0)
     documents = int(index.get("documents") or 0)
     if mode == "bm25" or with_vectors == 0:
-        why = "" if mode == "bm25" else ": no passage has its vector yet"
+        off = memory.model_status() == "disabled"
+        why = ": no passage has its vector yet" if with_vectors == 0 and not off else ""
         return f"keyword (BM25) ranking{why}"
     if mode != "hybrid":
         return f"{mode} ranking"

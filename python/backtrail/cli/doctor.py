@@ -74,7 +74,9 @@ def run_checks(app: App, *, load_model: bool = True) -> list[health.Check]:
         checks = [health.check("settings", False, error.message, "fix or remove the setting named")]
         home = None
     else:
-        checks = health.health_checks(config, load_model=load_model)
+        checks = health.health_checks(
+            config, load_model=load_model, say=lambda line: click.echo(line, err=True)
+        )
         home = config.home
     suppliers = (
         ("native messaging hosts", lambda: host_manifests.doctor_checks()),

@@ -54,7 +54,6 @@ PHASES: Mapping[str, str] = {
     "text": "Indexing text",
     "vectors": "Embedding passages",
     "rebuild-text": "Indexing text (full scan)",
-    "rebuild-vectors": "Embedding (full scan)",
     "export": "Exporting",
 }
 """Human labels of the phases reported by the importers, the indexer and the exporter."""

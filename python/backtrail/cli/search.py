@@ -20,7 +20,7 @@ from backtrail.cli.common import (
     stdout_console,
     when,
 )
-from backtrail.service import SEARCH_KINDS, SearchPage
+from backtrail.service import SEARCH_KINDS, SearchPage, present
 
 __all__ = ["COMMANDS"]
 
@@ -117,21 +117,23 @@ def search(
         console.print(Text(f"No results for {clean(query)!r}."))
     for number, result in enumerate(page.results, 1):
         head = Text(f"{number:>2}. ", style="bold")
-        head.append(clean(result.title) or clean(result.url) or "(untitled)", style="bold")
+        title = result.display_title or result.title
+        head.append(clean(title) or clean(result.url) or "(untitled)", style="bold")
         if result.kind != "page":
             head.append(f"  [{result.kind}]", style="magenta")
         console.print(head)
-        meta = [clean(result.domain) if result.domain else result.origin]
+        meta = [clean(result.site) if result.site else result.origin]
         if result.last_seen is not None:
-            meta.append(f"last seen {when(result.last_seen)}")
+            meta.append(present.relative_time(result.last_seen))
         if result.visit_count:
-            meta.append(f"{result.visit_count} visit{'s' if result.visit_count != 1 else ''}")
-        meta.append(f"score {result.score:.3f}")
+            meta.append(present.visits_text(result.visit_count))
+        meta.append(f"id {result.id}")
         body = Text()
         if result.url:
             body.append(clean(result.url) + "\n", style="green")
-        body.append(" · ".join(meta) + "\n", style="dim")
-        body.append_text(_highlighted(result.snippet))
+        body.append(" · ".join(meta), style="dim")
+        if result.snippet.strip():
+            body.append("\n").append_text(_highlighted(result.snippet))
         for line in body.wrap(console, max(20, console.width - 4)):
             line.rstrip()
             console.print(Text("    ").append_text(line))

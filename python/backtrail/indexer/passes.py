@@ -56,7 +56,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import Any, cast
 
@@ -133,6 +133,8 @@ class Indexer(VectorPhase):
         """Index commits made by this indexer (for diagnostics and tests)."""
         self.embedded = 0
         """Passages this indexer embedded (for progress, diagnostics and tests)."""
+        self.embedded_texts = 0  # also counts a batch's pieces before its commit
+        self._on_piece: Callable[[], None] | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -236,6 +238,11 @@ class Indexer(VectorPhase):
             vector_changes=max(0, mark.text - mark.vectors),
         )
 
+    def busy(self) -> bool:
+        """True while a pass runs (here or in another process) or a host, which works
+        through the backlog, serves this data directory."""
+        return self._lock.busy() or self._presence.present()
+
     def passages_without_vectors(self, index_stats: Mapping[str, Any] | None = None) -> int:
         """Documents of the index that have no vector for their current text."""
         stats = self.index.stats() if index_stats is None else index_stats
@@ -295,14 +302,26 @@ class Indexer(VectorPhase):
             return self.lag()
         mark = self._mark()
         waiting = self.passages_without_vectors() if progress is not None else 0
-        start = VectorStart(mark, self.embedded, waiting)
-        if mark.vector_scan is None:  # before the model loads, so the phase shows at once
+        start = VectorStart(mark, self.embedded, waiting, self.embedded_texts)
+        if self.config.embeddings:  # before the model loads: the phase shows at once
             report(progress, 0, waiting, "vectors")
         embedder = self._embedder()
-        while embedder is not None and self._vector_turn(embedder, wait, progress, start):
-            pass
+        if embedder is not None and not self.config.embeddings:
+            report(progress, 0, waiting, "vectors")
+        self._on_piece = None if progress is None else lambda: self._piece_report(progress, start)
+        try:
+            while embedder is not None and self._vector_turn(embedder, wait, progress, start):
+                pass
+        finally:
+            self._on_piece = None
         self.merge_vectors()
         return self.lag()
+
+    def _piece_report(self, progress: Progress, start: VectorStart) -> None:
+        """After each embedding piece; a Ctrl-C seen here raises after the batch's commit."""
+        done = self.embedded_texts - start.texts
+        with suppress(Exception):
+            report(progress, done, max(start.waiting, done), "vectors")
 
     def merge_vectors(self) -> None:
         """Merge small vector segments until few are left (see ``_core.Index.
@@ -618,6 +637,6 @@ class Indexer(VectorPhase):
         if upto is not None:
             return self._own_work_done(upto)
         lag = self.lag(passages=False)
-        if not lag.text_caught_up:
+        if not lag.text_caught_up or lag.captures:  # a capture queued during another's pass
             return False
         return no_vector_work or lag.vectors_caught_up

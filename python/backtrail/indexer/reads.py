@@ -29,10 +29,10 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, phase)``; ``phase`` is ``"extract"`` (captures whose main text
-is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded),
-``"rebuild-text"`` or ``"rebuild-vectors"`` (entities scanned). Each phase is reported
-once before its first batch and after every batch; ``total`` is an estimate that may
-grow while writes arrive."""
+is extracted), ``"text"`` (changes), ``"vectors"`` (passages embedded, rebuilds too) or
+``"rebuild-text"`` (entities scanned). Each phase is reported before its first batch and
+after every batch (``"vectors"`` after every embedding piece too); ``total`` is an
+estimate that may grow while writes arrive."""
 
 FETCH_CHUNK = 50
 """Entities read from the ledger at a time."""
@@ -184,7 +184,10 @@ class IndexLag:
     document of a title-only page, highlight, note, bookmark or fact) without a vector
     for their current text; ``None`` where it was not counted (a search's lag: counting
     reads every document). ``vector_changes`` is how the indexer tracks its own vector
-    pass: the changes searchable as text that it has not yet embedded."""
+    pass: the changes searchable as text that it has not yet embedded. ``indexing``:
+    a pass runs now (a process holds the pass lock) or a browser host serves the data
+    directory (it works through the backlog while it runs); only then is a rebuild
+    "rebuilding", else it waits for ``backtrail index``."""
 
     ledger_seq: int
     text_seq: int
@@ -195,6 +198,7 @@ class IndexLag:
     rebuilding_vectors: bool
     captures: int = 0
     vector_changes: int = 0
+    indexing: bool = False
 
     @property
     def text_caught_up(self) -> bool:

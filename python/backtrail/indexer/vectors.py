@@ -10,7 +10,8 @@ lock, watermark commits, checkpoints and text phase it uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -50,6 +51,7 @@ class VectorStart:
     mark: Watermark
     embedded: int
     waiting: int = 0
+    texts: int = 0
 
 
 class VectorPhase:
@@ -58,6 +60,9 @@ class VectorPhase:
     config: Config
     index: _core.Index
     embedded: int
+    embedded_texts: int
+    _on_piece: Callable[[], None] | None
+    _thread: threading.Thread | None
     _ledger: Ledger
     _reader: EntityReader
 
@@ -76,16 +81,12 @@ class VectorPhase:
                 return False
             self._text_pass(progress)
             more = self._vector_step(embedder, upto)
-            mark = self._mark()
         if progress is None:
             return more
-        if mark.vector_scan is not None or start.mark.vector_scan is not None:
-            report(progress, *self._reader.scan_progress(mark.vector_scan), "rebuild-vectors")
-        else:
-            done = self.embedded - start.embedded
-            if more and done >= start.waiting:  # more arrived meanwhile: count again
-                start.waiting = done + self.passages_without_vectors()
-            report(progress, done, start.waiting if more else done, "vectors")
+        done = self.embedded - start.embedded
+        if more and done >= start.waiting:  # more arrived meanwhile: count again
+            start.waiting = done + self.passages_without_vectors()
+        report(progress, done, start.waiting if more else done, "vectors")
         return more
 
     def _vector_step(self, embedder: TextEmbedder, upto: int | None = None) -> bool:
@@ -178,6 +179,9 @@ class VectorPhase:
         for start in range(0, len(texts), _EMBED_PIECE):
             self._checkpoint()
             vectors += embedder.embed(texts[start : start + _EMBED_PIECE])
+            self.embedded_texts += len(texts[start : start + _EMBED_PIECE])
+            if self._on_piece is not None and threading.current_thread() is not self._thread:
+                self._on_piece()
         return vectors
 
     def _vector_scan_step(self, mark: Watermark, embedder: TextEmbedder) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel
 
 from backtrail.mcp_server.formatting import fact_block, iso, note_block, web_block
-from backtrail.service import SearchPage, SearchResult
+from backtrail.service import SearchPage, SearchResult, present
 
 __all__ = ["MAX_SEARCH_RESULTS", "SEARCH_LIMIT", "RESULT_CHARS", "SearchKind", "SEARCH_KINDS",
            "Hit", "SearchOutput", "render_results", "search_output"]  # fmt: skip
@@ -61,9 +61,8 @@ def _block(result: SearchResult) -> str:
     if result.kind == "note":
         return note_block(body, about=result.url, written_at=result.last_seen,
                           author=result.author)  # fmt: skip
-    title = result.title if not result.title or len(result.title) <= TITLE_CHARS else (
-        result.title[: TITLE_CHARS - 1] + "…"
-    )
+    shown = result.display_title or result.title
+    title = shown if not shown or len(shown) <= TITLE_CHARS else shown[: TITLE_CHARS - 1] + "…"
     return web_block(body, source=result.url, kind=result.kind, captured_at=result.captured_at,
                      title=title)  # fmt: skip
 
@@ -76,8 +75,11 @@ def render_results(heading: str, page: SearchPage) -> str:
     elif not page.results:
         lines.append("No results.")
     for number, r in enumerate(page.results, 1):
-        visits = f", {r.visit_count} visits" if r.visit_count is not None else ""
-        lines.append(f"[{number}] {r.kind} {r.id}, last seen {iso(r.last_seen)}{visits}")
+        parts = [f"[{number}] {r.kind} {r.id}", r.site or ""]
+        if r.last_seen is not None:
+            parts.append(f"last seen {present.relative_time(r.last_seen)} ({iso(r.last_seen)})")
+        parts.append(present.visits_text(r.visit_count))
+        lines.append(", ".join(part for part in parts if part))
         lines.append(_block(r))
     if page.next_cursor:
         lines.append(f"More: call again with cursor={page.next_cursor!r}.")

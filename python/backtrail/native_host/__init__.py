@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from backtrail.config import Config
@@ -130,6 +130,8 @@ def run(
     settled = True
     try:
         status = serve(FrameReader(stdin, limit), FrameWriter(stdout), dispatcher)
+        if sync is not None and dispatcher.profile is not None:
+            _close_tabs(sync)
     finally:
         if memory is not None:
             settled = memory.close(timeout=EXIT_GRACE_SECONDS)
@@ -141,3 +143,14 @@ def run(
         stdout.flush()
         os._exit(status)
     return status
+
+
+def _close_tabs(sync: Any) -> None:
+    """The browser closed the port: its tabs are no longer open (``stats`` says so)."""
+    from backtrail.errors import BacktrailError
+
+    try:
+        removed = sync.session_ended()
+        logger.info("session over: %d open tab(s) forgotten", removed)
+    except BacktrailError as error:
+        logger.warning("could not mark the session's tabs closed: %s", error)

@@ -15,7 +15,17 @@ from typing import Any
 
 from backtrail.native_host.codes import Code, HostError
 from backtrail.native_host.framing import MAX_RESPONSE_BYTES, encode_json
-from backtrail.service import Bookmark, BrowserSync, Highlight, Note, Page, SearchResult, Tab, Visit
+from backtrail.service import (
+    Bookmark,
+    BrowserSync,
+    Highlight,
+    Note,
+    Page,
+    SearchResult,
+    Tab,
+    Visit,
+    present,
+)
 
 __all__ = ["RESULT_BUDGET", "ExportPager", "fit", "record_item", "search_item"]
 
@@ -52,18 +62,25 @@ def fit(build: Callable[[int], dict[str, Any]], limit: int) -> dict[str, Any]:
 
 def search_item(result: SearchResult) -> dict[str, Any]:
     """One ``search`` result: kind, title, url, snippet (at most 500 characters), the
-    last visit (or update) time and the score, plus id, domain and origin."""
+    last visit (or update) time and the score, plus id, domain and origin, and what a
+    person reads (``service.present``): the title without the site's suffix, the site,
+    the visit count, the last visit, and both in words."""
     return {
         "kind": result.kind,
         "title": result.title,
         "url": result.url,
         "snippet": result.snippet[:_MAX_SNIPPET_CHARS],
         "visit_time": _ms(result.last_seen),
-        "visit_count": result.visit_count,
         "score": result.score,
         "id": result.id,
         "domain": result.domain,
         "origin": result.origin,
+        "display_title": result.display_title,
+        "site": result.site,
+        "visits": result.visit_count,
+        "last_visit_ms": _ms(result.last_seen),
+        "when": present.relative_time(result.last_seen),
+        "visits_text": present.visits_text(result.visit_count),
     }
 
 

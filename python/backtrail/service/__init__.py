@@ -60,7 +60,7 @@ _LAZY = {
 the parts it calls (``from backtrail.service import insights`` imports that module)."""
 
 
-_PARTS = ("actions", "export", "health", "importing", "insights", "summaries")
+_PARTS = ("actions", "export", "health", "importing", "insights", "present", "summaries")
 
 
 def __getattr__(name: str) -> Any:
@@ -72,7 +72,7 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 if TYPE_CHECKING:
-    from backtrail.service import actions, export, health, importing, insights, summaries
+    from backtrail.service import actions, export, health, importing, insights, present, summaries
     from backtrail.service.actions import ActionQueue, NoActiveTab
     from backtrail.service.browser_sync import (
         EXPORT_KINDS,
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from backtrail.service.summaries import Sampler, SummaryChain
 
 __all__ = [
-    "Memory", "actions", "export", "health", "importing", "insights", "summaries",
+    "Memory", "actions", "export", "health", "importing", "insights", "present", "summaries",
     "scrub_url", "validate_capture_url",
     "ActionQueue", "NoActiveTab", "BrowserSync", "CaptureOutcome", "HistoryVisit",
     "VisitRecord", "EXPORT_KINDS", "Sampler", "SummaryChain", "SEARCH_KINDS", "Action",

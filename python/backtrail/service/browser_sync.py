@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -228,11 +229,12 @@ class BrowserSync:
         if self._rules is not None:
             self._require_allowed(url)
         with self.atomic():
+            # The visit first: a page it creates is dated by the visit, not the capture.
+            _, created = self._visit(url, title, visit)
             receipt = self.memory.capture_page(
                 url, html=html, text=text, title=title, language=language,
                 captured_at=captured_at,
             )  # fmt: skip
-            _, created = self._visit(url, receipt.title, visit)
         duplicate = not created and receipt.outcome == "unchanged"
         return CaptureOutcome(receipt.page_id, receipt.outcome, created, duplicate)
 
@@ -289,6 +291,12 @@ class BrowserSync:
     def snapshot_tabs(self, tabs: Sequence[TabInput]) -> int:
         self._require_capturing()
         return self.memory.snapshot_tabs([self._tab(tab) for tab in tabs], profile=self.profile)
+
+    def session_ended(self) -> int:
+        """The browser closed this session (its port): the profile's tabs stored until
+        now are no longer open; a session that connects next sends them again. Returns
+        how many were removed."""
+        return self._ledger.close_tabs(profile=self.profile, before=int(time.time()) + 1)
 
     def tab_event(self, kind: str, tab: TabInput) -> None:
         """Apply a tab event; ``closed`` for an unknown tab is a no-op."""

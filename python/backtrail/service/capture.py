@@ -74,16 +74,17 @@ class CaptureOps(MemoryBase):
         if html is not None and text is None and self.config.defer_extraction:
             return self._queue_capture(url, html, title, language, captured_at, info)
         body, found_title, found_language, headings = self._main_text(url, html, text)
+        chosen_title = title if title is not None else found_title
         with self._ledger.transaction():
+            # The visit first: a page it creates is dated by the visit, not the capture.
+            visit_id = None
+            if info is not None:
+                visit_id = self._record(url, info, chosen_title, captured_at).visit.id
             result = self._ledger.capture_page(
-                url, text=body, title=title if title is not None else found_title,
+                url, text=body, title=chosen_title,
                 language=language if language is not None else found_language,
                 captured_at=captured_at, outline=outline if text is not None else headings,
             )  # fmt: skip
-            visit_id = None
-            if info is not None:
-                recorded = self._record(url, info, result.page.title, captured_at)
-                visit_id = recorded.visit.id
         self._wrote()
         page, version = result.page, result.version
         return CaptureReceipt(
@@ -133,12 +134,12 @@ class CaptureOps(MemoryBase):
         else:
             raise InvalidInput("html", f"must be a string, got {type(html).__name__}")
         with self._ledger.transaction():
+            visit_id = None
+            if info is not None:
+                visit_id = self._record(url, info, title, captured_at).visit.id
             page, _ = self._ledger.queue_capture(
                 url, html=html, title=title, language=language, captured_at=captured_at
             )
-            visit_id = None
-            if info is not None:
-                visit_id = self._record(url, info, page.title, captured_at).visit.id
         self._wrote()
         return CaptureReceipt(
             page_id=page.id, url=page.url, canonical_url=page.canonical_url, title=page.title,

@@ -9,11 +9,12 @@ Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | No
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from backtrail.config import Config
 from backtrail.errors import BacktrailError, SchemaTooNew
-from backtrail.indexer import embedding
+from backtrail.indexer import IndexLag, embedding
 from backtrail.service.memory import Memory
 from backtrail.store import SCHEMA_VERSION
 from backtrail.store.postgres import probe, redact
@@ -27,11 +28,15 @@ def check(name: str, ok: bool, detail: str, fix: str | None = None) -> Check:
     return {"check": name, "ok": ok, "detail": detail, "fix": None if ok else fix}
 
 
-def health_checks(config: Config, *, load_model: bool = True) -> list[Check]:
-    """Data directory, ledger schema, index health and lag, model files, onnxruntime."""
+def health_checks(
+    config: Config, *, load_model: bool = True, say: Callable[[str], None] | None = None
+) -> list[Check]:
+    """Data directory, ledger schema, index health and lag, model files, onnxruntime.
+    ``say`` hears of a slow step before it starts (loading the model takes seconds the
+    first time, while its optimised graph is prepared)."""
     checks = [_data_dir(config)]
     checks += _store(config)
-    checks += _model(config, load_model)
+    checks += _model(config, load_model, say or (lambda _: None))
     return checks
 
 
@@ -127,33 +132,39 @@ def _ledger(config: Config) -> list[Check]:
             ),
             check("index", True, f"{config.index_dir}: {_index_summary(stats.index)}"),
         ]
-        lag = stats.lag
-        if lag.ledger_seq and (lag.rebuilding_text or lag.text):
-            detail = "rebuilding" if lag.rebuilding_text else f"{lag.text:,} changes behind"
-            results.append(
-                check(
-                    "index lag",
-                    False,
-                    f"text: {detail}",
-                    "run `backtrail index` (the browser host also indexes while it runs)",
-                )
-            )
-        else:
-            vectors = f"{lag.vectors:,} passages waiting" if lag.vectors else "up to date"
-            if lag.ledger_seq and lag.rebuilding_vectors:
-                vectors = f"rebuilding, {vectors}"
-            if not config.embeddings:
-                without = f" ({lag.vectors:,} passages without vectors)" if lag.vectors else ""
-                vectors = f"off{without}"
-            waiting = f" ({lag.captures:,} captured pages wait for text extraction)"
-            text = "up to date" + (waiting if lag.captures else "")
-            results.append(check("index lag", True, f"text: {text}; embeddings: {vectors}"))
+        results.append(_lag_check(stats.lag, config.embeddings))
         return results
     finally:
         memory.close()
 
 
-def _model(config: Config, load_model: bool) -> list[Check]:
+def _lag_check(lag: IndexLag, embeddings: bool) -> Check:
+    """The index's lag: ok when nothing waits, or while a pass works on it (only then
+    "rebuilding"); else what waits, not ok, with what to do."""
+    fix = "run `backtrail index` (the browser host also indexes while it runs)"
+    running = lag.indexing
+    if lag.rebuilding_text:
+        text = "rebuilding" if running else "rebuild interrupted"
+    else:
+        text = f"{lag.text:,} changes behind" if lag.text else "up to date"
+    if lag.captures:
+        text += f" ({lag.captures:,} captured pages wait for text extraction)"
+    waiting = lag.vectors or 0
+    if not embeddings:
+        vectors = f"off ({waiting:,} passages without vectors)" if waiting else "off"
+    elif waiting:
+        state = "being embedded" if running else "not embedded yet"
+        vectors = f"{waiting:,} passages {state}"
+    else:
+        vectors = "up to date"
+    pending = bool(lag.rebuilding_text or lag.text or lag.captures or (embeddings and waiting))
+    if running and pending:
+        vectors += " (an indexing pass is running)"
+    ok = not lag.ledger_seq or not pending or running
+    return check("index lag", ok, f"text: {text}; embeddings: {vectors}", fix)
+
+
+def _model(config: Config, load_model: bool, say: Callable[[str], None]) -> list[Check]:
     results: list[Check] = []
     try:
         library = embedding.ort_library()
@@ -197,6 +208,7 @@ def _model(config: Config, load_model: bool) -> list[Check]:
         fix = "pip install --force-reinstall backtrail"
         results.append(check("tokenizer file", False, str(error), fix))
     if matches and load_model:
+        say("Preparing the embedding model (the first time takes a few seconds)…")
         try:
             embedder = embedding.load_embedder(config.model_dir, threads=1)
             vector = embedder.embed(["backtrail doctor"])[0]

@@ -29,6 +29,7 @@ indexer's own thread and ledger connection (see :mod:`backtrail.indexer`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -173,16 +174,19 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
     def index_lag(self, *, passages: bool = True) -> IndexLag:
         """How far the index is behind the ledger: changes not yet searchable, captures
         waiting for text extraction and (unless ``passages`` is false: counting them
-        reads every document of the index) passages waiting for vectors."""
+        reads every document of the index) passages waiting for vectors, and whether a
+        pass works on them now (``indexing``)."""
         seq = self._ledger.max_change_seq()
         if not passages:
             return self._indexer.lag(seq, passages=False)
-        return self._indexer.lag(seq, index_stats=self._index_stats())
+        lag = self._indexer.lag(seq, index_stats=self._index_stats())
+        return dataclasses.replace(lag, indexing=self._indexer.busy())
 
     def stats(self) -> MemoryStats:
         """Ledger counts and sizes, index counts, index lag and model status."""
         index = self._index_stats()
         lag = self._indexer.lag(self._ledger.max_change_seq(), index_stats=index)
+        lag = dataclasses.replace(lag, indexing=self._indexer.busy())
         return MemoryStats(self._ledger.stats(), index, lag, self.model_status(),
                            self.skipped_counts())  # fmt: skip
 

@@ -33,6 +33,7 @@ from backtrail.indexer import (
     doc_id,
     parse_doc_id,
 )
+from backtrail.service import present
 from backtrail.service.base import MemoryBase, label, when
 from backtrail.service.types import (
     SEARCH_KINDS,
@@ -253,7 +254,8 @@ class SearchOps(MemoryBase):
                 {"v": 1, "o": end, "n": now, "m": mode, "f": request.fingerprint()}
             )
         lag = self.index_lag(passages=False)  # a search reports only what is not searchable
-        return SearchPage(results[request.offset : end], cursor, mode, lag)
+        shown = results[request.offset : end]
+        return SearchPage(shown, cursor, _mode_used(mode, shown), lag)
 
     def _no_good_match(self, request: _Request, hits: Sequence[_core.Hit]) -> bool:
         """True when the best of the first hits of the ranking is no closer in meaning to the
@@ -379,11 +381,35 @@ class SearchOps(MemoryBase):
                 for entity_type, chosen in ids.items()
             }
             out += [
-                _result(hit, ref.entity_type, found[ref.entity_type][ref.entity_id], budget)
+                self._presented(
+                    _result(hit, ref.entity_type, found[ref.entity_type][ref.entity_id], budget)
+                )
                 for hit, ref in chunk
                 if ref.entity_id in found[ref.entity_type]
             ]
         return out
+
+    def _presented(self, result: SearchResult) -> SearchResult:
+        """``result`` with its site and the title a person reads (:mod:`.present`)."""
+        if result.kind != "page":
+            site = present.site(result.domain)
+            return dataclasses.replace(result, display_title=result.title, site=site)
+        title, site = self.presented_title(result.title, result.domain)
+        return dataclasses.replace(result, display_title=title, site=site)
+
+    def presented_title(
+        self, title: str | None, domain: str | None
+    ) -> tuple[str | None, str | None]:
+        """A page's title as a person reads it (without the suffix its site's pages
+        share in the ledger or that names the site) and its site: :mod:`.present`."""
+        for field, value in (("title", title), ("domain", domain)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(field, f"must be a string, not {type(value).__name__}")
+        suffixes = getattr(self, "_site_suffixes", None)
+        if suffixes is None:
+            suffixes = self._site_suffixes = present.SiteSuffixes(self._ledger.page_titles)
+        site = present.site(domain)
+        return present.display_title(title, site, suffixes.of(domain)), site
 
     def similar_pages(
         self, page_id: int, *, probes: int = 6, k: int = 30
@@ -426,6 +452,14 @@ class SearchOps(MemoryBase):
                     near[ref.entity_id] = (float(similarity), hit["snippet"])
             found.append(near)
         return found or None
+
+
+def _mode_used(mode: str, results: Sequence[SearchResult]) -> str:
+    """The mode that made ``results``: a hybrid search none of whose results was matched
+    by meaning (no passage had its vector yet) ranked by words alone."""
+    if mode != "hybrid" or any(r.explanation.get("vector_similarity") is not None for r in results):
+        return mode
+    return "bm25"
 
 
 def _domains(value: object) -> tuple[str, ...]:
@@ -511,6 +545,8 @@ def _result(hit: Mapping[str, Any], kind: str, item: Any, budget: int) -> Search
     common = {"kind": kind, "snippet": snippet, "passages": extras, "score": hit["score"],
               "explanation": dict(hit["explanation"])}  # fmt: skip
     if isinstance(item, Page):
+        if item.last_captured_at is None:  # a visit only: its document is pieces of the URL
+            common.update(snippet="", passages=())
         return SearchResult(
             id=item.id, title=item.title, url=item.url, domain=item.domain, origin="web",
             source=label("web page", item.url, item.last_captured_at, item.last_seen),

@@ -103,6 +103,11 @@ class SearchResult:
     explanation: dict[str, Any]
     author: str | None = None
     """For ``origin`` ``assistant``: the client that wrote the note or fact."""
+    display_title: str | None = None
+    """The title as a person reads it: without the site's name its pages repeat
+    (``os.path — Common pathname manipulations``; see :mod:`backtrail.service.present`)."""
+    site: str | None = None
+    """The registrable domain (``python.org`` for ``docs.python.org``)."""
 
 
 @dataclass(frozen=True)

@@ -110,8 +110,9 @@ class PagesMixin(LedgerCore):
         ``unchanged`` (same normalised text), ``updated`` (minor change: the current
         version is rewritten in place) or a ``new_version``. Text longer than
         ``Limits.max_text_bytes`` is cut on a character boundary. Beyond
-        ``Limits.max_versions_per_page`` the oldest versions are deleted. A capture
-        also moves the page's ``first_seen``/``last_seen`` but is not a visit. Web
+        ``Limits.max_versions_per_page`` the oldest versions are deleted. A capture is
+        not a visit: it dates a page it creates (``first_seen``/``last_seen``) and
+        never moves the visit times of a page already known. Web
         metadata is cleaned rather than refused: titles are whitespace-collapsed and cut,
         a ``language`` that is not a language tag is dropped, control characters in
         ``text`` are removed.
@@ -178,15 +179,11 @@ class PagesMixin(LedgerCore):
             conn.execute(
                 "UPDATE pages SET url = ?, title = COALESCE(?, title), "
                 "language = COALESCE(?, language), current_version = ?, "
-                "first_seen = MIN(first_seen, ?), last_seen = MAX(last_seen, ?), "
                 "last_captured_at = MAX(COALESCE(last_captured_at, 0), ?) WHERE id = ?",
-                (original, clean_title, clean_language, version, at, at, at, page_id),
+                (original, clean_title, clean_language, version, at, page_id),
             )
-            moved = page_created or at < page["first_seen"] or at > page["last_seen"]
             if outcome != "unchanged" or page_created:
                 self._change(conn, "page", page_id, "upsert", "content")
-            elif moved:
-                self._change(conn, "page", page_id, "upsert", "stats")
             self._event(
                 conn,
                 "page.capture",
@@ -235,9 +232,7 @@ class PagesMixin(LedgerCore):
         with self._write() as conn:
             page_id, created = self._ensure_page(conn, original, canonical, domain, at)
             conn.execute(
-                "UPDATE pages SET title = COALESCE(title, ?), first_seen = MIN(first_seen, ?), "
-                "last_seen = MAX(last_seen, ?) WHERE id = ?",
-                (clean_title, at, at, page_id),
+                "UPDATE pages SET title = COALESCE(title, ?) WHERE id = ?", (clean_title, page_id)
             )
             raw_id = self._insert(
                 conn,
@@ -645,6 +640,17 @@ class PagesMixin(LedgerCore):
                 (*params, count, skip),
             ).fetchall()
         return [_page(row) for row in rows]
+
+    def page_titles(self, domain: str, limit: int = 200) -> list[str]:
+        """Titles of the pages on exactly ``domain`` (no subdomains), most recently seen
+        first: what a site's pages have in common (see ``service.present``)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT title FROM pages WHERE domain = ? AND title IS NOT NULL "
+                "ORDER BY last_seen DESC LIMIT ?",
+                (domain, checks.limit(limit)),
+            ).fetchall()
+        return [row["title"] for row in rows]
 
     def _page_filters(
         self, domain: str | None, since: int | None, until: int | None, column: str = "last_seen"

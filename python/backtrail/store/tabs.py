@@ -140,6 +140,20 @@ class TabsMixin(LedgerCore):
             )
         return len(clean)
 
+    def close_tabs(self, *, profile: str, before: int) -> int:
+        """The browser of ``profile`` closed: its tabs stored before ``before`` (unix
+        seconds) are no longer open (a session begun since keeps the ones it sent).
+        Returns how many were removed."""
+        profile = checks.label(profile, "profile", self._limits.max_label_chars)
+        at = checks.timestamp(before, "before")
+        with self._write() as conn:
+            removed = conn.execute(
+                "DELETE FROM tabs WHERE profile = ? AND updated_at < ?", (profile, at)
+            ).rowcount
+            if removed:
+                self._event(conn, "tabs.closed", "tabs", profile, {"tabs": removed})
+        return int(removed)
+
     def apply_tab_event(
         self,
         kind: TabEventKind,
