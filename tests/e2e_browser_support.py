@@ -286,3 +286,36 @@ def process_alive(pid: int) -> bool:
     """Whether ``pid`` is a running process (a zombie counts as gone)."""
     stat = _proc_stat(pid)
     return stat is not None and stat[1] != "Z"
+
+
+def axe_script() -> str:
+    """axe-core's browser build, from npm into extension/node_modules (a devDependency:
+    CI starts from a clean clone, so it is installed here when missing)."""
+    script = EXTENSION_DIR / "node_modules" / "axe-core" / "axe.min.js"
+    if not script.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError("the axe-core checks need npm (apt-get install -y npm)")
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=EXTENSION_DIR,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"npm ci failed: {done.stdout}{done.stderr}")
+    return script.read_text(encoding="utf-8")
+
+
+def axe_violations(page: Tab, script: str) -> list[dict[str, Any]]:
+    """The serious and critical axe-core violations on ``page`` (injected over DevTools,
+    which the extension pages' CSP does not govern)."""
+    page.evaluate(script + ";true")
+    found: list[dict[str, Any]] = page.evaluate(
+        "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations"
+        ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
+        ".map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.map(n => n.html).slice(0, 3)})))"
+    )
+    return found

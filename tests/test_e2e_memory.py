@@ -11,7 +11,6 @@ and the README's screenshot is taken at 1280×900.
 from __future__ import annotations
 
 import base64
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 
-from e2e_browser_support import Browser, ChromiumMissing, find_chromium
+from e2e_browser_support import Browser, ChromiumMissing, axe_script, axe_violations, find_chromium
 from e2e_cdp_support import ServiceWorker, Tab
 from e2e_memory_support import Seeded, seed
 from e2e_pages_support import PageServer
@@ -44,12 +43,7 @@ class Rig:
 
 @pytest.fixture(scope="module")
 def axe_source() -> str:
-    """axe-core from npm (a devDependency of the extension), installed when missing."""
-    path = EXTENSION_DIR / "node_modules" / "axe-core" / "axe.min.js"
-    if not path.exists():
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=EXTENSION_DIR,
-                       check=True, capture_output=True, timeout=300)  # fmt: skip
-    return path.read_text(encoding="utf-8")
+    return axe_script()
 
 
 @pytest.fixture(scope="module")
@@ -294,12 +288,7 @@ def test_axe_finds_no_serious_or_critical_problem(rig: Rig, axe_source: str, vie
     tab = rig.tab
     go(tab, f"#/page?id={rig.seeded.wal_page_id}" if view == "page" else view)
     wait_live(tab, ".")
-    tab.evaluate(axe_source + ";true")
-    found = tab.evaluate(
-        "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations"
-        ".filter(v => ['serious', 'critical'].includes(v.impact))"
-        ".map(v => ({id: v.id, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))})))"
-    )
+    found = axe_violations(tab, axe_source)
     assert found == [], found
 
 

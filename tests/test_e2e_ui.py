@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import base64
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from e2e_browser_support import Browser, ChromiumMissing, find_chromium
+from e2e_browser_support import Browser, ChromiumMissing, axe_script, axe_violations, find_chromium
 from e2e_cdp_support import ServiceWorker, Tab
 from e2e_pages_support import PageServer
 from e2e_readback_support import McpSession, ledger_rows
-from e2e_support import EXTENSION_DIR, EXTENSION_ORIGIN, ROOT, Profile, wait_for
+from e2e_support import EXTENSION_ORIGIN, ROOT, Profile, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -75,22 +72,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
 @pytest.fixture(scope="module")
 def axe_source() -> str:
-    """axe-core's browser build, installed from npm into extension/node_modules (a
-    devDependency: CI starts from a clean clone)."""
-    script = EXTENSION_DIR / "node_modules" / "axe-core" / "axe.min.js"
-    if not script.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("the axe-core checks need npm (apt-get install -y npm)", pytrace=False)
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=EXTENSION_DIR,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-    return script.read_text(encoding="utf-8")
+    return axe_script()
 
 
 def _found(url: str):  # noqa: ANN202 - a search-result predicate
@@ -512,35 +494,19 @@ def test_every_visited_page_is_captured_or_counted_with_the_reason(rig: Rig) -> 
 # ------------------------------------------------------------------------- axe
 
 
-def _axe(page: Tab, source: str) -> list[dict[str, Any]]:
-    """Serious and critical axe-core violations on a page (injected over DevTools, which
-    the extension pages' CSP does not govern)."""
-    page.evaluate(source)
-    found = page.evaluate(
-        "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations"
-        ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
-        ".map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.html).slice(0, 3)})))"
-    )
-    return found
-
-
 def test_axe_core_finds_no_serious_or_critical_violation(rig: Rig, axe_source: str) -> None:
     _, tab = _read(rig, "/axe/lichen", "Lichens", "Lichens are a fungus and an alga living as one.")
     popup = _popup(rig)
-    assert _axe(popup, axe_source) == []
+    assert axe_violations(popup, axe_source) == []
     popup.type_text("lichens fungus alga")
     popup.press("Enter")
     wait_for(lambda: popup.call(LINKS, "#results a.hit"), 10, "results")
     popup.evaluate("document.querySelector('#details').open = true")
-    assert _axe(popup, axe_source) == []
+    assert axe_violations(popup, axe_source) == []
     options = _options(rig)
-    assert _axe(options, axe_source) == []
+    assert axe_violations(options, axe_source) == []
     options.close()
-    pages = ["src/ui/setup.html"]
-    if (EXTENSION_DIR / "src" / "ui" / "memory.html").exists():
-        pages.append("src/ui/memory.html")  # the full-page memory, once it is built
-    for path in pages:
-        page = rig.browser.extension_page(path)
-        assert _axe(page, axe_source) == [], path
-        page.close()
+    setup = rig.browser.extension_page("src/ui/setup.html")  # the full page: test_e2e_memory
+    assert axe_violations(setup, axe_source) == []
+    setup.close()
     tab.close()
