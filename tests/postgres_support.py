@@ -22,7 +22,15 @@ from pathlib import Path
 
 import pytest
 
-PG_BIN = Path(os.environ.get("BACKTRAIL_PG_BIN") or "/usr/lib/postgresql/15/bin")
+
+def _debian_bin() -> Path:
+    """The newest server Debian's ``postgresql`` package installed (15 on Debian 12)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name)
+                   if p.parent.name.isdigit() else 0)  # fmt: skip
+    return found[-1] if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = Path(os.environ.get("BACKTRAIL_PG_BIN") or _debian_bin())
 _SETTINGS = (
     # Durability is not under test here: the cluster lives for one session.
     "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"

@@ -154,7 +154,10 @@ def test_doctor_checks_the_configured_postgresql_and_its_schema(
     import psycopg
 
     def checks(url: str) -> tuple[int, dict[str, dict[str, object]]]:
-        result = run(tmp_path, "doctor", "--no-model", "--json", BACKTRAIL_LEDGER_URL=url)
+        # A HOME of its own: a host registered for this user would be started by the
+        # handshake check, and the host opens (so creates) the ledger.
+        result = run(tmp_path, "doctor", "--no-model", "--json", BACKTRAIL_LEDGER_URL=url,
+                     HOME=str(tmp_path / "user"))  # fmt: skip
         return result.returncode, {c["check"]: c for c in json.loads(result.stdout)["checks"]}
 
     _, empty = checks(postgres_database)
