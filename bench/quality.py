@@ -148,14 +148,17 @@ def with_options(memory: Any, options: dict[str, Any]) -> None:
         memory._options = lambda request: {**plain(request), **options}  # noqa: SLF001
 
 
-def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
-    """The service over a store holding every page of ``sets``, indexed with vectors."""
+def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool,
+               sample: int | None = None, eval_dir: Path | None = None) -> Any:  # fmt: skip
+    """The service over a store holding every page of ``sets`` (with ``sample``, that many
+    of them: :func:`curve_pages`), indexed with vectors."""
     from backtrail.indexer import documents
 
     chunking = ("" if documents.SECTION_BREAKS else "-flat") + (
         "" if documents.SECTION_IN_VECTOR else "-plainvec"
     )
-    home = data_dir / ("quality-" + "+".join(sets) + chunking)
+    name = "+".join(sets) if sample is None else f"sample{sample}"
+    home = data_dir / ("quality-" + name + chunking)
     ready = home / "ready"
     # Every page is captured at the store's clock, once, so time decay and visits weigh
     # alike for all and relevance decides.
@@ -163,6 +166,8 @@ def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
     if ready.exists():
         return memory
     pages = list(corpus_pages(data_dir, sets))
+    if sample is not None:
+        pages = curve_pages(pages, sample, eval_dir or EVAL_DIR)
     progress = Progress("capture", len(pages), every=30)
     with memory.batch():
         for page in pages:
@@ -177,6 +182,21 @@ def open_store(data_dir: Path, sets: Sequence[str], rebuild: bool) -> Any:
         f"({missed:,} passages not in the vector cache, embedded now)")  # fmt: skip
     ready.write_text(json.dumps({"pages": len(pages), "embedded_now": missed}))
     return memory
+
+
+CURVE = (1_700, 9_000)
+"""The smaller stores of the curve (``--curve``); the largest point is the whole store."""
+
+
+def curve_pages(pages: Sequence[dict[str, Any]], size: int, eval_dir: Path) -> list[dict[str, Any]]:
+    """``size`` of ``pages``: every target page of the dev sets, then the others in one
+    fixed random order (so each smaller store is part of each larger one)."""
+    targets = {t for name in QUERY_SETS for q in common.read_jsonl(eval_dir / name)
+               for t in q["targets"]}  # fmt: skip
+    kept = [p for p in pages if p["url"] in targets]
+    others = [p for p in pages if p["url"] not in targets]
+    random.Random(42).shuffle(others)
+    return kept + others[: max(0, size - len(kept))]
 
 
 def queries(eval_dir: Path, urls: set[str]) -> list[dict[str, Any]]:
@@ -345,6 +365,28 @@ def temporal(data_dir: Path, sets: Sequence[str], eval_dir: Path) -> dict[str, A
     return out
 
 
+_CURVE_GROUPS = ("dev-pypg", "dev-big", "absent")
+
+
+def curve(args: argparse.Namespace, sets: Sequence[str], options: dict[str, Any],
+          whole: int) -> list[dict[str, Any]]:  # fmt: skip
+    """Hybrid MRR@10 / recall@10 of the stores of :data:`CURVE` pages smaller than the
+    whole store of ``whole`` pages."""
+    points = []
+    every = list(corpus_pages(DATA_DIR, sets))
+    for size in (n for n in CURVE if n < whole):
+        urls = {p["url"] for p in curve_pages(every, size, args.eval_dir)}
+        memory = open_store(DATA_DIR, sets, args.rebuild, sample=size, eval_dir=args.eval_dir)
+        with_options(memory, options)
+        with memory:
+            pages = len(urls)
+            qs = queries(args.eval_dir, urls)
+            rows = [{"urls": [r.url for r in memory.search(q["query"], limit=10).results]}
+                    for q in qs]  # fmt: skip
+        points.append({"pages": pages, **scores(qs, rows)})
+    return points
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default=",".join(SETS), help="corpus sets, comma-separated")
@@ -362,6 +404,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also the best mode per query (with hindsight) and the targets in the pools",
     )  # fmt: skip
     ap.add_argument(
+        "--no-curve", action="store_true",
+        help=f"skip the curve: the hybrid scores of stores of {', '.join(map(str, CURVE))} "
+        "pages (every dev target kept), beside the whole store",
+    )  # fmt: skip
+    ap.add_argument(
         "--variant", default="",
         help="measure one part alone, e.g. breaks=0,vector_section=0,section_boost=0,"
         "drop_stop_words=0 (" + "; ".join(f"{k}: {v}" for k, v in VARIANT_KEYS.items()) + ")",
@@ -377,14 +424,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     memory = open_store(DATA_DIR, sets, args.rebuild)
     with_options(memory, options)
-    qs = queries(args.eval_dir, {page["url"] for page in corpus_pages(DATA_DIR, sets)})
+    urls = {page["url"] for page in corpus_pages(DATA_DIR, sets)}
+    qs = queries(args.eval_dir, urls)
     with memory:
         ran = run(memory, qs)
         calibrated = calibration(memory, qs) if args.calibrate else None
         bounded = bounds(memory, qs, ran) if args.bounds else None
+    size = len(urls)
+    points = [] if args.no_curve else curve(args, sets, options, size)
+    points.append({"pages": size, **scores(qs, ran["hybrid"])})
     result = {"sets": sets, "variant": args.variant, "queries": len(qs),
               "scores": {m: scores(qs, rows) for m, rows in ran.items()}, "runs": ran,
-              "calibration": calibrated, "bounds": bounded}  # fmt: skip
+              "calibration": calibrated, "bounds": bounded, "curve": points}  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"quality-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(result, indent=1))
@@ -405,6 +456,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             devs = ", ".join(f"{g} {s['mrr']:.3f} / {s['recall']:.3f}"
                              for g, s in found.items() if g not in ("absent", "floor"))
             out(f"| {base} | {found['floor']:.3f} | {found['absent']['mrr']:.3f} | {devs} |\n")
+    out("\n| pages | " + " | ".join(g for g in result["curve"][-1] if g in _CURVE_GROUPS)
+        + " |\n|---|" + "---|" * sum(g in _CURVE_GROUPS for g in result["curve"][-1]) + "\n")
+    for point in result["curve"]:
+        cells = [f"{s['mrr']:.3f}" + ("" if g == "absent" else f" / {s['recall']:.3f}")
+                 for g, s in point.items() if g in _CURVE_GROUPS]  # fmt: skip
+        out(f"| {point['pages']:,} | {' | '.join(cells)} |\n")
     if bounded:
         out("\n| group | best mode per query (hindsight) | target among the "
             f"{bounded['pool']} best of BM25 or vectors |\n|---|---|---|\n")
