@@ -239,9 +239,15 @@ async def test_every_browsing_tool_answers_from_the_memory(tmp_path: Path) -> No
         assert "Checkpoints copy the log back into the main database file." in text(summary)
         assert '<web_content source="summary of the sources below" kind="summary"' in text(summary)
 
-        week = datetime.fromtimestamp(s.now - 3_000, timezone.utc).date().isoformat()
-        digest = await call("summarize_reading", week=week)
-        assert digest.structured_content["pages_seen"] == 3
+        day = datetime.fromtimestamp(s.now - 3_000, timezone.utc).date()
+        digest = await call("summarize_reading", week=day.isoformat())
+        # The week runs Monday to Sunday (UTC): on a Monday the page read yesterday, at
+        # now - 1 day - 2 hours, belongs to the week before.
+        monday = datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp() - (
+            day.weekday() * 86_400
+        )
+        read_at = (s.now - 3_600, s.now - 3_000, s.now - 86_400 - 7_200)
+        assert digest.structured_content["pages_seen"] == sum(t >= monday for t in read_at)
         assert digest.structured_content["provider"] == "extractive"
         tabs_summary = await call("summarize_reading", open_tabs=True)
         assert tabs_summary.structured_content["open_tabs"] >= 1
