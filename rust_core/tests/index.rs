@@ -217,12 +217,14 @@ fn vector_segments_merge_while_other_handles_commit() {
             merges
         });
         for i in 1..=120u64 {
+            // Vectors spread as real embeddings are (see `spread_vector`): the searches
+            // below then find each one, whichever segments the merges left.
             let mut d = page(i, "t", &format!("doc {i}"));
-            d.vector = Some(axis_vector(i as usize, 0.01));
+            d.vector = Some(spread_vector(i as usize, i));
             // Re-embed an older document too: its vector in a segment being merged is
             // superseded while the merge runs.
             let mut again = page(i / 2 + 1, "t", &format!("doc {} again", i / 2 + 1));
-            again.vector = Some(axis_vector(200 + (i as usize % 100), 0.01));
+            again.vector = Some(spread_vector(200 + (i as usize % 100), 1000 + i));
             writer.stage([Op::Upsert(d), Op::Upsert(again)]).unwrap();
             writer.commit(None).unwrap();
             // captures arrive apart; back-to-back commits would starve the merger's
@@ -237,7 +239,9 @@ fn vector_segments_merge_while_other_handles_commit() {
     assert!(stats.vector_segments <= 24, "{stats:?}");
     assert_eq!(stats.documents_with_vectors, 120);
     for i in 62..=120u64 {
-        // never re-embedded: found by its own vector
+        // never re-embedded: its own vector is kept, and found by a search
+        let kept = writer.get(i).unwrap().unwrap().vector.unwrap();
+        assert!(kept[i as usize] > 0.9, "doc {i} lost its vector");
         let hits = writer
             .search(&vector_request(&axis_vector(i as usize, 0.0), 1))
             .unwrap();
