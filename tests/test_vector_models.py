@@ -262,6 +262,11 @@ def test_a_process_that_cannot_derive_the_model_writes_no_vector_into_the_index(
     assert waiting and all(vectors[d][1] is None for d in waiting)
     words = backtrail(failing_env, "index")
     assert "This process writes no embeddings: the index's vectors are of" in words.stdout
+    doctor = subprocess.run([BACKTRAIL, "doctor", "--json"], env=failing_env,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    checks = json.loads(doctor.stdout)
+    (embedder,) = [c for c in checks["checks"] if c["check"] == "embedder"]
+    assert not embedder["ok"] and "deriving the integer model failed" in embedder["detail"]
     assert recorded_model(data_home) == claimed  # never switched, never cleared
     backtrail(derived_env, "index")
     assert_vectors_of(data_home, cached_model().embedder, packaged_as_is())

@@ -219,9 +219,11 @@ def _model(config: Config, load_model: bool, say: Callable[[str], None]) -> list
             if model.fallback is None:
                 results.append(check("embedder", True, loads))
             else:
-                fix = (f"let Backtrail write {embedding.derived_path(files).parent}; until then "
-                       "this process searches by words only when the index holds the derived "
-                       "model's vectors")  # fmt: skip
+                fix = (
+                    f"let Backtrail write {embedding.derived_path(files).parent}, where the "
+                    "integer model is derived once; until then such a process leaves an index "
+                    "of the derived model's vectors alone and searches it by words"
+                )
                 results.append(check("embedder", False, f"{loads}, the packaged model as it "
                                      f"is: deriving the integer model failed: {model.fallback}",
                                      fix))  # fmt: skip
