@@ -174,7 +174,7 @@ def test_watermark_round_trips_and_unreadable_ones_mean_rebuild() -> None:
     mark = Watermark(text=12, vectors=7, text_scan=None, vector_scan=("note", 40))
     assert Watermark.loads(mark.dumps()) == mark
     assert json.loads(mark.dumps())["text"] == 12
-    for raw in (None, "", "garbage", "{}", '{"format": 3, "text": 1, "vectors": 1}',
+    for raw in (None, "", "garbage", "{}", '{"format": 2, "text": 1, "vectors": 1}',
                 '{"format": 1, "text": -1, "vectors": 0}',
                 '{"format": 1, "text": 1, "vectors": 0, "text_scan": ["tab", 1]}'):  # fmt: skip
         assert Watermark.loads(raw) is None

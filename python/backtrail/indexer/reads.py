@@ -14,8 +14,10 @@ between the ledger and the index: changes, captures and passages still to do.
 The watermark also names the model the index's vectors belong to (``"model"``, a
 :class:`VectorModel`), committed in the same commit as the vectors, so every vector is
 tied to the model that made it; :mod:`~backtrail.indexer.vectors` says who may change it.
-A watermark of format 1 (written before models were named) is read as naming
-:data:`LEGACY_MODEL`.
+A watermark without ``"model"`` (written before models were named) is read as naming
+:data:`LEGACY_MODEL`. The format stays 1: a version that knows no models, still running
+beside this one during an upgrade, reads these watermarks (and drops the name) rather
+than rebuilding the index over and over.
 """
 
 from __future__ import annotations
@@ -116,11 +118,12 @@ class EntityReader:
 
 
 LEGACY_MODEL = "dq1-8199be6f699a395f"
-"""The model an index written before models were named (watermark format 1) is taken to
-hold: the integer model derived from the packaged one, which that version ran unless
-the derivation failed in a process (then the packaged model as it is, whose vectors are
-close to it). Taking it so spares every such index hours of re-embedding; a process
-with any other model re-embeds it (:mod:`~backtrail.indexer.vectors`)."""
+"""The model an index written before models were named (no ``"model"`` in its
+watermark) is taken to hold: the integer model derived from the packaged one, which that
+version ran unless the derivation failed in a process (then the packaged model as it is,
+whose vectors are close to it). Taking it so spares every such index hours of
+re-embedding; a process with any other model re-embeds it
+(:mod:`~backtrail.indexer.vectors`)."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ class Watermark:
     vector_scan: tuple[str, int] | None = None
     model: VectorModel = VectorModel()
 
-    FORMAT = 2
+    FORMAT = 1
 
     @classmethod
     def rebuild(cls, seq: int, model: VectorModel = VectorModel()) -> Watermark:
@@ -191,9 +194,9 @@ class Watermark:
             return None
         try:
             data = json.loads(raw)
-            if data.get("format") not in (1, cls.FORMAT):
+            if data.get("format") != cls.FORMAT:
                 raise ValueError(f"format {data.get('format')!r}")
-            legacy = data["format"] == 1
+            legacy = "model" not in data
             return cls(
                 text=_seq(data["text"]),
                 vectors=_seq(data["vectors"]),
