@@ -625,15 +625,16 @@ class Indexer(VectorPhase):
                 return
             self._stop.wait(_YIELD_SECONDS)  # let other processes take the lock
 
-    def _own_work_done(self, upto: int) -> bool:
+    def _own_work_done(self, upto: int, vectors: bool = True) -> bool:
         """With a host running: are this process's writes (up to change ``upto``)
-        searchable, and embedded? Rebuild scans are the host's work."""
+        searchable, and (with ``vectors``: there is vector work here) embedded? Rebuild
+        scans are the host's work."""
         mark = self.watermark()
         if mark is None or mark.text_scan is not None:
             return True
         if upto > mark.text:
             return False
-        if not self.config.background_vectors or mark.vector_scan is not None:
+        if not vectors or not self.config.background_vectors or mark.vector_scan is not None:
             return True
         return upto <= mark.vectors
 
@@ -654,7 +655,7 @@ class Indexer(VectorPhase):
 
     def _settled(self, upto: int | None, no_vector_work: bool) -> bool:
         if upto is not None:
-            return self._own_work_done(upto)
+            return self._own_work_done(upto, vectors=not no_vector_work)
         lag = self.lag(passages=False)
         if not lag.text_caught_up or lag.captures:  # a capture queued during another's pass
             return False

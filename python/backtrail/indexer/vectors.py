@@ -61,10 +61,11 @@ Verdict = Literal["own", "switch", "defer"]
 
 def verdict(record: VectorModel, model: Model, opened: int, *, may_switch: bool) -> Verdict:
     """What a process running ``model`` does with an index whose vectors are ``record``'s:
-    ``own`` (they are its model's, or there are none yet), ``switch`` (re-embed the index
-    for ``model``) or ``defer`` (leave the vectors alone). ``opened``: the generation of
-    the index's model when the process opened it; ``may_switch``: false while a browser
-    host runs that is not this process (see the module doc)."""
+    ``own`` (they are its model's), ``switch`` (name ``model`` and embed the index for it,
+    dropping any other model's vectors) or ``defer`` (leave the vectors alone).
+    ``opened``: the generation of the index's model when the process opened it;
+    ``may_switch``: false while a browser host runs that is not this process (see the
+    module doc)."""
     if record.identity == model.identity:
         return "own"
     if not may_switch:
