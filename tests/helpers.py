@@ -3,6 +3,7 @@ from here by the test modules that use them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -52,15 +53,28 @@ class CountingEmbedder:
 
 
 @functools.cache
+def cached_model() -> embedding.Model:
+    """The embedding model, loaded once per test session."""
+    return embedding.load_model()
+
+
 def cached_embedder() -> _core.Embedder:
-    """The embedder, loaded once per test session."""
-    return embedding.load_embedder()
+    """The embedder of :func:`cached_model`."""
+    embedder = cached_model().embedder
+    assert isinstance(embedder, _core.Embedder)
+    return embedder
+
+
+def as_model(embedder: embedding.TextEmbedder) -> embedding.Model:
+    """``embedder`` (e.g. a :class:`CountingEmbedder` around :func:`cached_embedder`) as
+    the model it runs, for an ``Indexer``."""
+    return dataclasses.replace(cached_model(), embedder=embedder)
 
 
 def share_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make Memory objects use :func:`cached_embedder` instead of loading their own."""
-    embedder = cached_embedder()
-    monkeypatch.setattr(memory_module, "load_embedder", lambda *args, **kwargs: embedder)
+    """Make Memory objects use :func:`cached_model` instead of loading their own."""
+    model = cached_model()
+    monkeypatch.setattr(memory_module, "load_model", lambda *args, **kwargs: model)
 
 
 def index_files_containing(index_dir: Path, word: str) -> list[str]:

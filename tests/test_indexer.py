@@ -27,6 +27,7 @@ from backtrail.indexer import (
     DocRef,
     HostPresence,
     Indexer,
+    VectorModel,
     Watermark,
     chunk_text,
     doc_id,
@@ -34,8 +35,17 @@ from backtrail.indexer import (
     page_parent,
     parse_doc_id,
 )
+from backtrail.indexer.reads import LEGACY_MODEL
 from backtrail.store import Ledger
-from helpers import LOREM, CountingEmbedder, cached_embedder, make_config, wait_for
+from helpers import (
+    LOREM,
+    CountingEmbedder,
+    as_model,
+    cached_embedder,
+    cached_model,
+    make_config,
+    wait_for,
+)
 
 T0 = 1_700_000_000
 
@@ -169,6 +179,13 @@ def test_watermark_round_trips_and_unreadable_ones_mean_rebuild() -> None:
                 '{"format": 1, "text": 1, "vectors": 0, "text_scan": ["tab", 1]}'):  # fmt: skip
         assert Watermark.loads(raw) is None
     assert Watermark.rebuild(5) == Watermark(5, 5, ("page", 0), ("page", 0))
+    # An index written before models were named holds the derived packaged model's vectors.
+    legacy = Watermark.loads('{"format": 1, "text": 3, "vectors": 2}')
+    assert legacy == Watermark(3, 2, model=VectorModel(LEGACY_MODEL))
+    assert LEGACY_MODEL == cached_model().identity or cached_model().fallback is not None
+    named = Watermark(4, 4, model=VectorModel("custom-0123", True, 3, LEGACY_MODEL))
+    assert Watermark.loads(named.dumps()) == named
+    assert Watermark.rebuild(9, named.model).model == VectorModel(generation=3)
 
 
 # ----------------------------------------------------------------------- text phase
@@ -259,7 +276,7 @@ def test_visits_update_ranking_fields_without_dropping_vectors(
     data_home: Path, ledger: Ledger, real_embedder: _core.Embedder
 ) -> None:
     counting = CountingEmbedder(real_embedder)
-    with Indexer(make_config(data_home), embedder=lambda: counting) as indexer:
+    with Indexer(make_config(data_home), model=lambda: as_model(counting)) as indexer:
         indexer.catch_up()
         page = ledger.capture_page("https://example.com/p", text=page_text(8)).page
         indexer.catch_up()
@@ -310,7 +327,7 @@ def test_vector_phase_embeds_in_batches_and_advances_its_watermark(
 ) -> None:
     counting = CountingEmbedder(real_embedder)
     config = make_config(data_home, vector_batch_passages=4)
-    with Indexer(config, embedder=lambda: counting) as indexer:
+    with Indexer(config, model=lambda: as_model(counting)) as indexer:
         indexer.catch_up()
         for n in range(6):
             ledger.capture_page(f"https://example.com/{n}", text=page_text(9, f"topic{n}"))
@@ -324,7 +341,8 @@ def test_vector_phase_embeds_in_batches_and_advances_its_watermark(
         commits = indexer.commits
         lag = indexer.catch_up(progress=lambda *args: progress.append(args))
         assert lag.vectors_caught_up and lag.vectors == 0
-        assert indexer.watermark() == Watermark(7, 7)
+        claimed = VectorModel(cached_model().identity, generation=1)
+        assert indexer.watermark() == Watermark(7, 7, model=claimed)
         stats = indexer.index.stats()
         assert stats["documents_with_vectors"] == stats["documents"] == len(counting.texts)
         assert indexer.commits - commits >= len(counting.texts) // 4
@@ -368,13 +386,13 @@ def test_text_pass_resumes_from_its_watermark_after_a_failure(
 VECTOR_CHILD = r"""
 import sys
 from backtrail.config import Config
-from backtrail.indexer.embedding import load_embedder
+from backtrail.indexer.embedding import load_model
 from backtrail.indexer import Indexer
 
 home = sys.argv[1]
 config = Config.load(home, overrides={"vector_batch_passages": 8}, environ={})
-embedder = load_embedder()
-indexer = Indexer(config, embedder=lambda: embedder)
+model = load_model()
+indexer = Indexer(config, model=lambda: model)
 indexer.catch_up(progress=lambda done, total, phase: print(phase, done, total, flush=True))
 print("finished", flush=True)
 """
@@ -408,7 +426,7 @@ def test_vector_phase_resumes_after_the_process_is_killed(
         if child.poll() is None:
             child.kill()
     counting = CountingEmbedder(real_embedder)
-    with Indexer(make_config(data_home), embedder=lambda: counting) as indexer:
+    with Indexer(make_config(data_home), model=lambda: as_model(counting)) as indexer:
         done_before = indexer.index.stats()["documents_with_vectors"]
         assert 8 <= done_before < total
         lag = indexer.catch_up()
@@ -597,12 +615,12 @@ def test_with_a_host_running_others_embed_only_up_to_their_own_writes(
     from backtrail.service import base as memory_module
 
     counting = CountingEmbedder(cached_embedder())
-    monkeypatch.setattr(memory_module, "load_embedder", lambda *args, **kwargs: counting)
+    monkeypatch.setattr(memory_module, "load_model", lambda *args, **kwargs: as_model(counting))
     config = make_config(
         data_home, embeddings=True, background_indexing=True, indexer_debounce=0.0
     )
     ledger.capture_page("https://example.com/before", text=page_text(2, "earlier"))
-    with Indexer(make_config(data_home), embedder=lambda: counting) as first:
+    with Indexer(make_config(data_home), model=lambda: as_model(counting)) as first:
         first.catch_up()  # a fresh index's first rebuild scan is a host's job too
     host = start_host_stand_in(data_home)
     try:

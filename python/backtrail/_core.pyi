@@ -192,6 +192,10 @@ class Index:
     def delete_range(self, since: int | None, until: int | None) -> None:
         """Stage deletion of documents whose last_seen is in [since, until)."""
     def delete_all(self) -> None: ...
+    def clear_vectors(self) -> None:
+        """Stage dropping every vector, keeping the documents and their text (each has no
+        vector until one is upserted again); applies before the other operations of its
+        batch, so vectors upserted in the same batch are kept."""
     def pending(self) -> int:
         """Number of staged operations."""
     def commit(self, watermark: str | None = None) -> int:

@@ -21,6 +21,11 @@ pub struct Manifest {
     pub next_stamp: u64,
     /// Live vector segments, oldest first.
     pub segments: Vec<SegmentMeta>,
+    /// Vector stamps below this belong to vectors dropped by a
+    /// [`clear_vectors`](crate::Index::stage) (`Op::ClearVectors`): a document still
+    /// carrying one has no vector. 0 in an index never cleared.
+    #[serde(default)]
+    pub vector_floor: u64,
 }
 
 /// One immutable vector segment.
@@ -50,6 +55,12 @@ impl Manifest {
     /// The payload to commit.
     pub fn to_payload(&self) -> String {
         serde_json::to_string(self).expect("manifest serialises")
+    }
+
+    /// True when a document carrying vector stamp `vstamp` has a vector (0: never had one;
+    /// below [`Manifest::vector_floor`]: dropped).
+    pub fn live_stamp(&self, vstamp: u64) -> bool {
+        vstamp > 0 && vstamp >= self.vector_floor
     }
 
     /// Takes a fresh stamp.
@@ -151,11 +162,20 @@ mod tests {
     }
 
     #[test]
+    fn a_manifest_written_before_floors_reads_with_floor_zero() {
+        let old = r#"{"watermark":"7","next_stamp":5,"segments":[{"id":4,"count":2}]}"#;
+        let m = Manifest::from_payload(Some(old), Path::new("/x")).unwrap();
+        assert_eq!(m.vector_floor, 0);
+        assert!(m.live_stamp(1) && !m.live_stamp(0));
+    }
+
+    #[test]
     fn manifest_round_trips_and_foreign_payloads_are_corrupt() {
         let mut m = Manifest {
             watermark: Some("42".into()),
             next_stamp: 1,
             segments: vec![SegmentMeta { id: 3, count: 10 }],
+            vector_floor: 0,
         };
         assert_eq!(m.take_stamp(), 1);
         assert_eq!(m.take_stamp(), 2);

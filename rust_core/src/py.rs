@@ -234,6 +234,10 @@ impl PyIndex {
         self.inner.stage([Op::DeleteAll]).map_err(to_py)
     }
 
+    fn clear_vectors(&self) -> PyResult<()> {
+        self.inner.stage([Op::ClearVectors]).map_err(to_py)
+    }
+
     fn pending(&self) -> usize {
         self.inner.pending()
     }

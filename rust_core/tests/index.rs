@@ -217,12 +217,14 @@ fn vector_segments_merge_while_other_handles_commit() {
             merges
         });
         for i in 1..=120u64 {
+            // Vectors spread as real embeddings are (see `spread_vector`): the searches
+            // below then find each one, whichever segments the merges left.
             let mut d = page(i, "t", &format!("doc {i}"));
-            d.vector = Some(axis_vector(i as usize, 0.01));
+            d.vector = Some(spread_vector(i as usize, i));
             // Re-embed an older document too: its vector in a segment being merged is
             // superseded while the merge runs.
             let mut again = page(i / 2 + 1, "t", &format!("doc {} again", i / 2 + 1));
-            again.vector = Some(axis_vector(200 + (i as usize % 100), 0.01));
+            again.vector = Some(spread_vector(200 + (i as usize % 100), 1000 + i));
             writer.stage([Op::Upsert(d), Op::Upsert(again)]).unwrap();
             writer.commit(None).unwrap();
             // captures arrive apart; back-to-back commits would starve the merger's
@@ -237,7 +239,9 @@ fn vector_segments_merge_while_other_handles_commit() {
     assert!(stats.vector_segments <= 24, "{stats:?}");
     assert_eq!(stats.documents_with_vectors, 120);
     for i in 62..=120u64 {
-        // never re-embedded: found by its own vector
+        // never re-embedded: its own vector is kept, and found by a search
+        let kept = writer.get(i).unwrap().unwrap().vector.unwrap();
+        assert!(kept[i as usize] > 0.9, "doc {i} lost its vector");
         let hits = writer
             .search(&vector_request(&axis_vector(i as usize, 0.0), 1))
             .unwrap();
@@ -380,6 +384,48 @@ fn delete_all_empties_text_and_vectors() {
     index.commit(None).unwrap();
     let stats = index.stats().unwrap();
     assert_eq!((stats.documents, stats.vectors), (0, 0));
+}
+
+#[test]
+fn clear_vectors_drops_every_vector_and_keeps_text_and_the_batchs_own_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path());
+    for i in 1..=3u64 {
+        let mut d = page(i, "t", &format!("word{i} text"));
+        d.vector = Some(axis_vector(i as usize, 0.01));
+        index.stage([Op::Upsert(d)]).unwrap();
+        index.commit(None).unwrap();
+    }
+    // Another model's vector for doc 2, in the batch that drops the old ones.
+    let mut two = page(2, "t", "word2 text");
+    two.vector = Some(axis_vector(50, 0.01));
+    index.stage([Op::Upsert(two), Op::ClearVectors]).unwrap();
+    index.commit(Some("switched".into())).unwrap();
+    let stats = index.stats().unwrap();
+    assert_eq!((stats.documents, stats.documents_with_vectors), (3, 1));
+    assert_eq!(stats.vector_segments, 1, "the old segments are gone");
+    assert_eq!(search(&index, "word1"), [1], "text stays searchable");
+    assert!(index.get(1).unwrap().unwrap().vector.is_none());
+    assert!(index.get(2).unwrap().unwrap().vector.unwrap()[50] > 0.9);
+    let hits = index
+        .search(&vector_request(&axis_vector(1, 0.0), 3))
+        .unwrap();
+    assert_eq!(ids(&hits), [2], "only the new vector is searched");
+    // An unchanged upsert does not bring a dropped vector back; a new one is kept.
+    index
+        .stage([Op::Upsert(page(1, "t", "word1 text"))])
+        .unwrap();
+    index.commit(None).unwrap();
+    assert!(index.get(1).unwrap().unwrap().vector.is_none());
+    assert_eq!(index.stats().unwrap().documents_with_vectors, 1);
+    let mut one = page(1, "t", "word1 text");
+    one.vector = Some(axis_vector(60, 0.01));
+    index.stage([Op::Upsert(one)]).unwrap();
+    index.commit(None).unwrap();
+    assert_eq!(index.stats().unwrap().documents_with_vectors, 2);
+    let reopened = open(dir.path());
+    assert_eq!(reopened.stats().unwrap().documents_with_vectors, 2);
+    assert_eq!(reopened.watermark().unwrap().as_deref(), Some("switched"));
 }
 
 #[test]

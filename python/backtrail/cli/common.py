@@ -319,6 +319,11 @@ def lag_text(lag: Any, model: str) -> str:
     if lag.captures:
         text += f", {lag.captures:,} captured page{_s(lag.captures)} waiting for text extraction"
     waiting = f"{lag.vectors:,} passage{_s(lag.vectors)}" if lag.vectors else None
+    if getattr(lag, "reembedding", False) and lag.vectors is not None and lag.passages:
+        done = lag.passages - lag.vectors
+        vectors = f"re-embedding for the new model: {done:,} of {lag.passages:,} passages"
+        hint = "; run `backtrail index`" if not running and model != "disabled" else ""
+        return f"text {text}; embeddings {vectors}{hint}"
     if model == "disabled":
         vectors = f"off ({waiting} without vectors)" if waiting else "off"
     elif lag.vectors is None:  # a search's lag: not counted

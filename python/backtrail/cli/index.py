@@ -79,7 +79,9 @@ def _finish_index(lag: Any, as_json: bool, model: str) -> None:
         emit_json({"lag": lag, "model": model})
         return
     click.echo(f"Index: {lag_text(lag, model)}.")
-    if model != "disabled" and not lag.vectors_caught_up and lag.ledger_seq:
+    if model.startswith("not used: "):
+        click.echo(f"This process writes no embeddings: {model.removeprefix('not used: ')}.")
+    elif model != "disabled" and not lag.vectors_caught_up and lag.ledger_seq:
         reason = "" if model in ("ready", "not loaded") else f" (model: {model})"
         click.echo(f"Embeddings are not complete{reason}; `backtrail index` continues them.")
 

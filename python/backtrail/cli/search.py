@@ -142,9 +142,9 @@ def search(
     if page.next_cursor:
         footer += f"; more with --cursor {page.next_cursor}"
     console.print(Text(footer, style="dim"))
-    note = _lag_note(page)
-    if note:
-        click.echo(f"Note: {note}", err=True)
+    for note in (page.notice, _lag_note(page)):
+        if note:
+            click.echo(f"Note: {note}", err=True)
 
 
 @click.command()

@@ -15,6 +15,7 @@ from backtrail.indexer.documents import (
     item_document,
     page_documents,
 )
+from backtrail.indexer.embedding import Model, TextEmbedder
 from backtrail.indexer.ids import (
     ENTITY_TYPES,
     MAX_ENTITY_ID,
@@ -32,14 +33,14 @@ from backtrail.indexer.ids import (
     parse_doc_id,
 )
 from backtrail.indexer.locks import HostPresence, PassLock, lower_thread_priority
-from backtrail.indexer.passes import Indexer, Progress, TextEmbedder
-from backtrail.indexer.reads import EntityReader, IndexLag, Watermark
+from backtrail.indexer.passes import Indexer, Progress
+from backtrail.indexer.reads import EntityReader, IndexLag, VectorModel, Watermark
 
 __all__ = [
     "TYPE_PAGE", "TYPE_PASSAGE", "TYPE_HIGHLIGHT", "TYPE_NOTE", "TYPE_BOOKMARK", "TYPE_FACT",
     "ENTITY_TYPES", "MAX_ENTITY_ID", "MAX_PASSAGES", "DocRef", "doc_id", "parse_doc_id",
     "page_parent", "entity_doc_id", "Document", "chunk_text", "page_documents",
     "item_document", "embedding_text", "EntityReader", "Watermark", "IndexLag", "IndexBusy",
-    "IndexFailure", "Indexer", "Progress", "TextEmbedder", "HostPresence", "PassLock",
-    "lower_thread_priority",
+    "IndexFailure", "Indexer", "Progress", "TextEmbedder", "Model", "VectorModel",
+    "HostPresence", "PassLock", "lower_thread_priority",
 ]  # fmt: skip

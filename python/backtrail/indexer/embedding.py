@@ -11,6 +11,13 @@ shared library shipped inside the ``onnxruntime`` wheel. Nothing is downloaded a
 time. A user may point ``model_dir`` at a directory holding their own
 ``model.onnx`` and ``tokenizer.json`` instead.
 
+Every loaded :class:`Model` carries the **identity** of the vectors it makes, which the
+indexer records with the index's vectors (:class:`~backtrail.indexer.reads.VectorModel`):
+``dq1-<sha256 prefix>`` for the integer model derived from the packaged file, the bare
+prefix for the packaged file run as it is (only ever a fallback, when the derivation
+fails in this process: :attr:`Model.fallback` says why) and ``custom-<sha256 prefix of
+the model and tokenizer files>`` for a user's model directory.
+
 Packages are located with :func:`importlib.util.find_spec`, without importing them:
 importing onnxruntime's Python module would load a second copy of the runtime.
 
@@ -30,8 +37,11 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
 from backtrail import _core
 from backtrail.indexer import quantise
@@ -71,13 +81,44 @@ class ModelFiles:
     """Run the integer model derived from ``model`` (:func:`runnable_model`), not
     ``model`` itself: the packaged model. A user's own model runs as it is."""
 
-    @property
+    @cached_property
     def identity(self) -> str:
-        """Names the vectors this model makes (the packaged file's sha256 and the
-        derivation), ``custom`` for a user's model directory."""
+        """Names the vectors this model makes when it runs as intended: the packaged
+        file's sha256 and the derivation, or for a user's model directory ``custom-``
+        and the sha256 of its model and tokenizer files (read once)."""
         if self.sha256 is None:
-            return "custom"
+            digest = hashlib.sha256()
+            for path in (self.model, self.tokenizer):
+                digest.update(sha256_file(path).encode())
+            return f"custom-{digest.hexdigest()[:16]}"
         return f"{quantise.VARIANT}-{self.sha256[:16]}" if self.quantised else self.sha256[:16]
+
+
+class TextEmbedder(Protocol):
+    """What the indexer needs from :class:`backtrail._core.Embedder`."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class Model:
+    """An embedding model loaded in this process and the identity of the vectors it makes
+    (see the module doc). ``fallback``: why this process runs the packaged model as it
+    is rather than the integer model derived from it (``None`` when it runs as intended)."""
+
+    embedder: TextEmbedder
+    identity: str
+    fallback: str | None = None
+
+
+class Runnable(NamedTuple):
+    """The model file to run, the sha256 to check it against, the identity of the
+    vectors it makes, and why it is a fallback (``None``: the intended model)."""
+
+    path: Path
+    sha256: str | None
+    identity: str
+    fallback: str | None = None
 
 
 def _package_dir(name: str) -> Path | None:
@@ -134,13 +175,13 @@ def derived_path(files: ModelFiles) -> Path:
     return cache / "models" / f"minilm-{files.identity}.onnx"
 
 
-def runnable_model(files: ModelFiles) -> tuple[Path, str | None]:
-    """(the model file to run, the sha256 to check it against). For the packaged model,
-    the derived integer model, made now if missing (a few seconds, once per user). If
-    it cannot be made (the message is logged), the packaged model itself runs: slower,
-    with vectors close to the derived model's."""
+def runnable_model(files: ModelFiles) -> Runnable:
+    """What to run. For the packaged model, the derived integer model, made now if
+    missing (a few seconds, once per user). If it cannot be made (the message is
+    logged), the packaged model itself runs: slower, with vectors close to the derived
+    model's but not the same, so they carry another identity."""
     if not files.quantised:
-        return files.model, files.sha256
+        return Runnable(files.model, files.sha256, files.identity)
     path = derived_path(files)
     if not path.is_file():
         command = [sys.executable, "-m", "backtrail.indexer.quantise", str(files.model),
@@ -151,10 +192,11 @@ def runnable_model(files: ModelFiles) -> tuple[Path, str | None]:
         except (OSError, subprocess.TimeoutExpired) as error:
             failure = [str(error)]
         if failure or not path.is_file():
-            log.warning("running the packaged model as it is (slower): %s",
-                        failure[0] if failure else f"{path} was not written")  # fmt: skip
-            return files.model, files.sha256
-    return path, None
+            reason = failure[0] if failure else f"{path} was not written"
+            log.warning("running the packaged model as it is (slower): %s", reason)
+            assert files.sha256 is not None
+            return Runnable(files.model, files.sha256, files.sha256[:16], reason)
+    return Runnable(path, None, files.identity)
 
 
 def sha256_file(path: Path) -> str:
@@ -187,27 +229,44 @@ def load_embedder(
     batch_size: int = 1,
     cache_dir: str | Path | None = None,
 ) -> _core.Embedder:
-    """Loads the embedder; raises :class:`backtrail._core.ModelError` with what to fix.
-    With ``cache_dir``, onnxruntime's optimised graph is kept there for faster loads."""
+    """The embedder of :func:`load_model` (same arguments)."""
+    model = load_model(model_dir, threads=threads, sessions=sessions, batch_size=batch_size,
+                       cache_dir=cache_dir)  # fmt: skip
+    assert isinstance(model.embedder, _core.Embedder)
+    return model.embedder
+
+
+def load_model(
+    model_dir: str | Path | None = None,
+    *,
+    threads: int = 0,
+    sessions: int = 1,
+    batch_size: int = 1,
+    cache_dir: str | Path | None = None,
+) -> Model:
+    """Loads the embedder and names its vectors; raises
+    :class:`backtrail._core.ModelError` with what to fix. With ``cache_dir``,
+    onnxruntime's optimised graph is kept there for faster loads."""
     files = model_files(model_dir)
     check_tokenizer(files)
     for name in TELEMETRY_OPT_OUTS:  # read once, when the runtime starts
         os.environ.setdefault(name, "1")
 
-    def load(model: Path, sha256: str | None) -> _core.Embedder:
-        log.debug("loading embedder from %s (%s)", model, files)
-        return _core.Embedder(
-            str(files.ort_library), str(model), str(files.tokenizer), sha256=sha256,
+    def load(run: Runnable) -> Model:
+        log.debug("loading embedder from %s (%s)", run.path, files)
+        embedder = _core.Embedder(
+            str(files.ort_library), str(run.path), str(files.tokenizer), sha256=run.sha256,
             threads=threads, sessions=sessions, batch_size=batch_size,
             cache_dir=None if cache_dir is None else str(cache_dir),
         )  # fmt: skip
+        return Model(embedder, run.identity, run.fallback)
 
-    model, sha256 = runnable_model(files)
+    run = runnable_model(files)
     try:
-        return load(model, sha256)
+        return load(run)
     except _core.ModelError as error:
-        if model == files.model:
+        if run.path == files.model:
             raise
-        log.warning("the derived model %s does not load (%s): deriving it again", model, error)
-        model.unlink(missing_ok=True)
-        return load(*runnable_model(files))
+        log.warning("the derived model %s does not load (%s): deriving it again", run.path, error)
+        run.path.unlink(missing_ok=True)
+        return load(runnable_model(files))

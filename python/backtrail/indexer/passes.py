@@ -68,6 +68,7 @@ from backtrail.indexer.documents import (
     item_document,
     page_documents,
 )
+from backtrail.indexer.embedding import Model
 from backtrail.indexer.extract import extract_main_text
 from backtrail.indexer.ids import (
     entity_doc_id,
@@ -84,7 +85,7 @@ from backtrail.indexer.reads import (
     next_scan,
     report,
 )
-from backtrail.indexer.vectors import TextEmbedder, VectorPhase, VectorStart
+from backtrail.indexer.vectors import VectorPhase, VectorStart
 from backtrail.store import Change, Ledger, Page
 
 logger = logging.getLogger(__name__)
@@ -104,16 +105,16 @@ class _Stopping(Exception):
 class Indexer(VectorPhase):
     """Keeps ``<data_dir>/index`` up to date with the ledger (see the module doc).
 
-    ``embedder`` is a callable returning the embedder, or ``None`` when embeddings are
-    off or the model is unavailable (then only the text phase runs). The indexer opens
-    its own ledger connection, so its reads never hold up the caller's writes.
+    ``model`` is a callable returning the embedding model, or ``None`` when embeddings
+    are off or the model is unavailable (then only the text phase runs). The indexer
+    opens its own ledger connection, so its reads never hold up the caller's writes.
     """
 
     def __init__(
-        self, config: Config, *, embedder: Callable[[], TextEmbedder | None] | None = None
+        self, config: Config, *, model: Callable[[], Model | None] | None = None
     ) -> None:
         self.config = config
-        self._embedder = embedder if embedder is not None else (lambda: None)
+        self._model = model if model is not None else (lambda: None)
         self._ledger = Ledger(
             config.ledger_target, client="backtrail-indexer",
             busy_timeout_ms=config.busy_timeout_ms, limits=config.limits(),
@@ -129,6 +130,10 @@ class Indexer(VectorPhase):
             self._ledger.close()
             self._lock.close()
             raise
+        mark = self.watermark()
+        self.opened_generation = 0 if mark is None else mark.model.generation
+        """The generation of the index's model when this indexer opened it
+        (:func:`~backtrail.indexer.vectors.verdict`)."""
         self.commits = 0
         """Index commits made by this indexer (for diagnostics and tests)."""
         self.embedded = 0
@@ -223,9 +228,16 @@ class Indexer(VectorPhase):
         seq = self._ledger.max_change_seq() if ledger_seq is None else ledger_seq
         mark = self.watermark()
         captures = self._ledger.count_pending_captures()
-        waiting = self.passages_without_vectors(index_stats) if passages else None
+        reembedding = (
+            mark is not None and mark.vector_scan is not None and mark.model.replaced is not None
+        )
+        counted = passages or reembedding  # a search's lag too says how far a re-embedding is
+        if counted and index_stats is None:
+            index_stats = self.index.stats()
+        waiting = self.passages_without_vectors(index_stats) if counted else None
+        total = int(index_stats["documents"] or 0) if index_stats is not None else None
         if mark is None:
-            return IndexLag(seq, 0, 0, seq, waiting, True, True, captures)
+            return IndexLag(seq, 0, 0, seq, waiting, True, True, captures, passages=total)
         return IndexLag(
             ledger_seq=seq,
             text_seq=mark.text,
@@ -236,6 +248,9 @@ class Indexer(VectorPhase):
             rebuilding_vectors=mark.vector_scan is not None,
             captures=captures,
             vector_changes=max(0, mark.text - mark.vectors),
+            vector_model=mark.model.identity,
+            reembedding=reembedding,
+            passages=total,
         )
 
     def busy(self) -> bool:
@@ -305,12 +320,12 @@ class Indexer(VectorPhase):
         start = VectorStart(mark, self.embedded, waiting, self.embedded_texts)
         if self.config.embeddings:  # before the model loads: the phase shows at once
             report(progress, 0, waiting, "vectors")
-        embedder = self._embedder()
-        if embedder is not None and not self.config.embeddings:
+        model = self._model()
+        if model is not None and not self.config.embeddings:
             report(progress, 0, waiting, "vectors")
         self._on_piece = None if progress is None else lambda: self._piece_report(progress, start)
         try:
-            while embedder is not None and self._vector_turn(embedder, wait, progress, start):
+            while model is not None and self._vector_turn(model, wait, progress, start):
                 pass
         finally:
             self._on_piece = None
@@ -366,7 +381,7 @@ class Indexer(VectorPhase):
                 raise IndexBusy(wait)
             self.index.rollback()
             self.index.delete_all()
-            self._commit(Watermark.rebuild(self._ledger.max_change_seq()))
+            self._commit(Watermark.rebuild(self._ledger.max_change_seq(), self._mark().model))
         return self.catch_up(progress=progress, vectors=vectors)
 
     def purge(self, *, wait: float | None = None) -> bool:
@@ -595,47 +610,52 @@ class Indexer(VectorPhase):
                 # Another process is indexing (our changes too); look again later.
                 if self._stop.wait(max(0.2, 2 * self.config.indexer_debounce)):
                     return
-                if self._settled(upto, self._background_embedder(upto) is None):
+                if self._settled(upto, self._background_model(upto) is None):
                     return
                 continue
             if self._compact_requested:
                 self.purge(wait=0.0)
-            embedder = self._background_embedder(upto)
-            more = embedder is not None and self._vector_turn(
-                embedder, 0.0, None, VectorStart(self._mark(), self.embedded), upto
+            model = self._background_model(upto)
+            more = model is not None and self._vector_turn(
+                model, 0.0, None, VectorStart(self._mark(), self.embedded), upto
             )
             if upto is None:  # with a host running, merging is its work too
                 self._merge_soon()
-            if not more and self._settled(upto, embedder is None):
+            if not more and self._settled(upto, model is None):
                 return
             self._stop.wait(_YIELD_SECONDS)  # let other processes take the lock
 
-    def _own_work_done(self, upto: int) -> bool:
+    def _own_work_done(self, upto: int, vectors: bool = True) -> bool:
         """With a host running: are this process's writes (up to change ``upto``)
-        searchable, and embedded? Rebuild scans are the host's work."""
+        searchable, and (with ``vectors``: there is vector work here) embedded? Rebuild
+        scans are the host's work."""
         mark = self.watermark()
         if mark is None or mark.text_scan is not None:
             return True
         if upto > mark.text:
             return False
-        if not self.config.background_vectors or mark.vector_scan is not None:
+        if not vectors or not self.config.background_vectors or mark.vector_scan is not None:
             return True
         return upto <= mark.vectors
 
-    def _background_embedder(self, upto: int | None) -> TextEmbedder | None:
-        """The embedder for this background turn, ``None`` when there is no vector work
-        here (the model is not even loaded when the work is a host's)."""
+    def _background_model(self, upto: int | None) -> Model | None:
+        """The model for this background turn, ``None`` when there is no vector work
+        here (the model is not even loaded when the work is a host's; the index's
+        vectors are another model's that this process leaves alone)."""
         if not self.config.background_vectors:
             return None
         if upto is not None:
             mark = self._mark()
             if mark.vector_scan is not None or upto <= mark.vectors:
                 return None
-        return self._embedder()
+        model = self._model()
+        if model is None or self.model_verdict(model, upto) == "defer":
+            return None
+        return model
 
     def _settled(self, upto: int | None, no_vector_work: bool) -> bool:
         if upto is not None:
-            return self._own_work_done(upto)
+            return self._own_work_done(upto, vectors=not no_vector_work)
         lag = self.lag(passages=False)
         if not lag.text_caught_up or lag.captures:  # a capture queued during another's pass
             return False

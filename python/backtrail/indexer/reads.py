@@ -10,6 +10,14 @@ current sequence ``M`` as ``T`` and ``V`` and *scans* every entity in id order, 
 its position (``["page", 1234]``) in ``text_scan`` / ``vector_scan`` until the scan
 ends, so a killed rebuild resumes where it stopped. :class:`IndexLag` is the distance
 between the ledger and the index: changes, captures and passages still to do.
+
+The watermark also names the model the index's vectors belong to (``"model"``, a
+:class:`VectorModel`), committed in the same commit as the vectors, so every vector is
+tied to the model that made it; :mod:`~backtrail.indexer.vectors` says who may change it.
+A watermark without ``"model"`` (written before models were named) is read as naming
+:data:`LEGACY_MODEL`. The format stays 1: a version that knows no models, still running
+beside this one during an upgrade, reads these watermarks (and drops the name) rather
+than rebuilding the index over and over.
 """
 
 from __future__ import annotations
@@ -109,27 +117,72 @@ class EntityReader:
         return sum(counts[:at]) + self.count(position[0], position[1]), sum(counts)
 
 
+LEGACY_MODEL = "dq1-8199be6f699a395f"
+"""The model an index written before models were named (no ``"model"`` in its
+watermark) is taken to hold: the integer model derived from the packaged one, which that
+version ran unless the derivation failed in a process (then the packaged model as it is,
+whose vectors are close to it). Taking it so spares every such index hours of
+re-embedding; a process with any other model re-embeds it
+(:mod:`~backtrail.indexer.vectors`)."""
+
+
+@dataclass(frozen=True)
+class VectorModel:
+    """The model the index's vectors belong to. ``identity`` is
+    :attr:`~backtrail.indexer.embedding.Model.identity` (``None``: no model has
+    claimed the index since it was created or rebuilt, and it holds no vector);
+    ``fallback``: the packaged model run as it is because the derivation failed in the
+    process that chose it; ``generation`` rises with every change of model (it orders
+    a change against a process's start); ``replaced``: the model whose vectors the last
+    change dropped (while the vector scan runs, they are being re-embedded)."""
+
+    identity: str | None = None
+    fallback: bool = False
+    generation: int = 0
+    replaced: str | None = None
+
+    def dumps(self) -> dict[str, Any]:
+        return {"id": self.identity, "fallback": self.fallback, "generation": self.generation,
+                "replaced": self.replaced}  # fmt: skip
+
+    @classmethod
+    def loads(cls, data: object) -> VectorModel:
+        if not isinstance(data, dict):
+            raise ValueError(f"bad model {data!r:.60}")
+        identity, replaced = data.get("id"), data.get("replaced")
+        for value in (identity, replaced):
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"bad model identity {value!r:.60}")
+        if not isinstance(data.get("fallback"), bool):
+            raise ValueError("bad model fallback flag")
+        return cls(identity, data["fallback"], _seq(data.get("generation")), replaced)
+
+
 @dataclass(frozen=True)
 class Watermark:
-    """How far the index is: see the module doc."""
+    """How far the index is, and whose vectors it holds: see the module doc."""
 
     text: int = 0
     vectors: int = 0
     text_scan: tuple[str, int] | None = None
     vector_scan: tuple[str, int] | None = None
+    model: VectorModel = VectorModel()
 
     FORMAT = 1
 
     @classmethod
-    def rebuild(cls, seq: int) -> Watermark:
-        """The watermark of an index that must scan every entity, starting at ``seq``."""
+    def rebuild(cls, seq: int, model: VectorModel = VectorModel()) -> Watermark:
+        """The watermark of an index that must scan every entity, starting at ``seq``;
+        no model has claimed it (``model``'s generation goes on)."""
         start = (ENTITY_TYPES[0], 0)
-        return cls(text=seq, vectors=seq, text_scan=start, vector_scan=start)
+        unclaimed = VectorModel(generation=model.generation)
+        return cls(text=seq, vectors=seq, text_scan=start, vector_scan=start, model=unclaimed)
 
     def dumps(self) -> str:
         return json.dumps(
             {"format": self.FORMAT, "text": self.text, "vectors": self.vectors,
-             "text_scan": self.text_scan, "vector_scan": self.vector_scan},
+             "text_scan": self.text_scan, "vector_scan": self.vector_scan,
+             "model": self.model.dumps()},
             separators=(",", ":"),
         )  # fmt: skip
 
@@ -143,11 +196,13 @@ class Watermark:
             data = json.loads(raw)
             if data.get("format") != cls.FORMAT:
                 raise ValueError(f"format {data.get('format')!r}")
+            legacy = "model" not in data
             return cls(
                 text=_seq(data["text"]),
                 vectors=_seq(data["vectors"]),
                 text_scan=_scan(data.get("text_scan")),
                 vector_scan=_scan(data.get("vector_scan")),
+                model=VectorModel(LEGACY_MODEL) if legacy else VectorModel.loads(data["model"]),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             logger.warning("the index watermark is unreadable (%s); rebuilding the index", error)
@@ -187,7 +242,10 @@ class IndexLag:
     pass: the changes searchable as text that it has not yet embedded. ``indexing``:
     a pass runs now (a process holds the pass lock) or a browser host serves the data
     directory (it works through the backlog while it runs); only then is a rebuild
-    "rebuilding", else it waits for ``backtrail index``."""
+    "rebuilding", else it waits for ``backtrail index``. ``vector_model``: the model
+    the index's vectors belong to (``None`` before any); ``reembedding``: its vectors
+    were dropped for that new model and every passage is embedded again (``passages``
+    then counts the index's passages, so ``passages - vectors`` of them are done)."""
 
     ledger_seq: int
     text_seq: int
@@ -199,6 +257,9 @@ class IndexLag:
     captures: int = 0
     vector_changes: int = 0
     indexing: bool = False
+    vector_model: str | None = None
+    reembedding: bool = False
+    passages: int | None = None
 
     @property
     def text_caught_up(self) -> bool:

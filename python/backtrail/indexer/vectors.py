@@ -6,20 +6,38 @@ every entity in id order instead (``vector_scan``).
 
 :class:`VectorPhase` is mixed into :class:`~backtrail.indexer.passes.Indexer`, whose pass
 lock, watermark commits, checkpoints and text phase it uses.
+
+**Whose vectors.** The watermark names the model the index's vectors belong to
+(:class:`~backtrail.indexer.reads.VectorModel`), and a process writes vectors only of
+that model, and searches with query vectors only while the index holds that model's
+vectors (:func:`verdict`). A process whose model differs either **switches** the index
+to its model, in one commit that drops every vector (text stays searchable), names the
+new model and restarts the vector scan from the first entity, so the index is
+re-embedded in the background, or **defers**: it writes no vector and searches by
+words only. It defers when it runs the packaged model as it is because the derivation
+failed here (a fallback never takes an index from another model), when the index
+changed model after this process opened it (the newest process's choice stands, so
+two long-running processes never take the index back and forth), or when a browser
+host runs and the backlog is the host's work. A model that is itself a fallback is
+always replaced, and an index no model has claimed yet is taken by the first.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from backtrail import _core
 from backtrail.indexer.documents import Document, embedding_text, item_document
+from backtrail.indexer.embedding import Model, TextEmbedder
+from backtrail.indexer.ids import ENTITY_TYPES
 from backtrail.indexer.reads import (
     FETCH_CHUNK,
     Progress,
+    VectorModel,
     Watermark,
     entities_named,
     next_scan,
@@ -31,16 +49,57 @@ if TYPE_CHECKING:
     from backtrail.indexer.reads import EntityReader
     from backtrail.store import Ledger
 
-__all__ = ["TextEmbedder", "VectorStart", "VectorPhase"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["TextEmbedder", "VectorStart", "VectorPhase", "Verdict", "verdict"]
 
 _VECTOR_CHANGES = 1_000
 _EMBED_PIECE = 16  # texts per embedding call: a shutdown waits for one piece at most
 
+Verdict = Literal["own", "switch", "defer"]
 
-class TextEmbedder(Protocol):
-    """What the indexer needs from :class:`backtrail._core.Embedder`."""
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+def verdict(record: VectorModel, model: Model, opened: int, *, may_switch: bool) -> Verdict:
+    """What a process running ``model`` does with an index whose vectors are ``record``'s:
+    ``own`` (they are its model's), ``switch`` (name ``model`` and embed the index for it,
+    dropping any other model's vectors) or ``defer`` (leave the vectors alone).
+    ``opened``: the generation of the index's model when the process opened it;
+    ``may_switch``: false while a browser host runs that is not this process (see the
+    module doc)."""
+    if record.identity == model.identity:
+        return "own"
+    if not may_switch:
+        return "defer"
+    if record.identity is None:
+        return "switch"
+    if model.fallback is not None:
+        return "defer"
+    return "switch" if record.fallback or record.generation <= opened else "defer"
+
+
+def unusable_reason(
+    record: VectorModel, model: Model, opened: int, *, may_switch: bool
+) -> str | None:
+    """Why searches in a process running ``model`` cannot use its query vectors against
+    the index (``None``: they can; an index no model has claimed holds no vector); the
+    arguments are :func:`verdict`'s."""
+    decided = verdict(record, model, opened, may_switch=may_switch)
+    if decided == "own" or record.identity is None:
+        return None
+    ours = f"this process runs {model.identity}"
+    if model.fallback is not None:
+        ours += f" (the packaged model as it is: deriving the integer model failed: " \
+                f"{model.fallback})"  # fmt: skip
+    theirs = f"the index's vectors are of {record.identity}"
+    if decided == "switch":
+        why = "it is about to re-embed them"
+    elif model.fallback is not None:
+        why = "a fallback never replaces another model's vectors"
+    elif not may_switch:
+        why = "the browser host, which embeds this memory, chooses its model"
+    else:
+        why = "a process started after this one chose that model"
+    return f"{theirs}; {ours}; {why}"
 
 
 @dataclass
@@ -60,6 +119,7 @@ class VectorPhase:
     config: Config
     index: _core.Index
     embedded: int
+    opened_generation: int
     embedded_texts: int
     _on_piece: Callable[[], None] | None
     _thread: threading.Thread | None
@@ -68,19 +128,20 @@ class VectorPhase:
 
     def _vector_turn(
         self,
-        embedder: TextEmbedder,
+        model: Model,
         wait: float,
         progress: Progress | None,
         start: VectorStart,
         upto: int | None = None,
     ) -> bool:
         """Under the lock: text first, then one vector batch (of changes up to ``upto``
-        if given). True if more remain."""
+        if given) when the index's vectors are ``model``'s or become so. True if more
+        remain."""
         with self._pass(wait) as held:
             if not held:
                 return False
             self._text_pass(progress)
-            more = self._vector_step(embedder, upto)
+            more = self._hold_vectors(model, upto) and self._vector_step(model.embedder, upto)
         if progress is None:
             return more
         done = self.embedded - start.embedded
@@ -88,6 +149,41 @@ class VectorPhase:
             start.waiting = done + self.passages_without_vectors()
         report(progress, done, start.waiting if more else done, "vectors")
         return more
+
+    def model_verdict(self, model: Model, upto: int | None = None) -> Verdict:
+        """:func:`verdict` for ``model`` on the latest commit (``upto``: as for the
+        background thread's turns, whose limit says a host runs)."""
+        return verdict(self._mark().model, model, self.opened_generation,
+                       may_switch=upto is None)  # fmt: skip
+
+    def vector_model(self) -> VectorModel:
+        """The model the index's vectors belong to, as of the latest commit."""
+        mark = self.watermark()
+        return VectorModel() if mark is None else mark.model
+
+    def vectors_unusable(self, model: Model) -> str | None:
+        """Why searches here cannot score ``model``'s query vectors against the index's
+        vectors (``None``: they can): the index's vectors are another model's."""
+        may_switch = self._vector_limit() is None
+        return unusable_reason(self.vector_model(), model, self.opened_generation,
+                               may_switch=may_switch)  # fmt: skip
+
+    def _hold_vectors(self, model: Model, upto: int | None) -> bool:
+        """Under the pass lock: True when the index's vectors are ``model``'s, switching
+        the index to it first if :func:`verdict` says so."""
+        mark = self._mark()
+        decided = verdict(mark.model, model, self.opened_generation, may_switch=upto is None)
+        if decided == "switch":
+            record = mark.model
+            if record.identity is not None:
+                logger.warning("the index's vectors are of %s; re-embedding them for %s",
+                               record.identity, model.identity)  # fmt: skip
+            self.index.clear_vectors()
+            chosen = VectorModel(model.identity, model.fallback is not None,
+                                 record.generation + 1, record.identity)  # fmt: skip
+            start = (ENTITY_TYPES[0], 0)
+            self._commit(replace(mark, vectors=mark.text, vector_scan=start, model=chosen))
+        return decided != "defer"
 
     def _vector_step(self, embedder: TextEmbedder, upto: int | None = None) -> bool:
         """Embed one batch of passages that lack vectors (from changes up to ``upto``,

@@ -124,6 +124,7 @@ class StatusOutput(BaseModel):
     index_text_behind: int | None = None
     index_vectors_behind: int | None = None
     vectors_caught_up: bool | None = None
+    reembedding: bool | None = None
     model: str | None = None
     action_id: str | None = None
     action_status: str | None = None
@@ -488,12 +489,20 @@ async def get_status(
         f"Memory: {counts}.\nLedger {ledger.db_bytes / 1e6:.1f} MB. Last capture "
         f"{iso(ledger.last_capture_at)}, last visit {iso(ledger.last_visit_at)}.\nIndex: "
         f"{stats.lag.text} changes not yet searchable, {stats.lag.vectors} not yet embedded"
-        f"{'' if stats.lag.vectors_caught_up else ' (embeddings are being computed)'}. "
-        f"Embedding model: {stats.model}."
+        f"{'' if stats.lag.vectors_caught_up else ' (embeddings are being computed)'}"
+        f"{_reembedding(stats.lag)}. Embedding model: {stats.model}."
     )
     data = StatusOutput(
         counts=ledger.counts, db_bytes=ledger.db_bytes, index_text_behind=stats.lag.text,
         index_vectors_behind=stats.lag.vectors, vectors_caught_up=stats.lag.vectors_caught_up,
-        model=stats.model,
+        model=stats.model, reembedding=stats.lag.reembedding,
     )  # fmt: skip
     return Reply(text, data)
+
+
+def _reembedding(lag: Any) -> str:
+    """``; re-embedding for the new model: N of M passages`` while that runs."""
+    if not lag.reembedding or lag.passages is None or lag.vectors is None:
+        return ""
+    done = lag.passages - lag.vectors
+    return f"; re-embedding for the new model: {done:,} of {lag.passages:,} passages"

@@ -51,6 +51,7 @@ class SearchOutput(BaseModel):
     next_cursor: str | None = None
     index_behind: int = 0
     no_match: bool = False
+    notice: str | None = None
 
 
 def _block(result: SearchResult) -> str:
@@ -85,6 +86,8 @@ def render_results(heading: str, page: SearchPage) -> str:
         lines.append(f"More: call again with cursor={page.next_cursor!r}.")
     if page.lag.text:
         lines.append(f"({page.lag.text} recent changes are not searchable yet.)")
+    if page.notice:
+        lines.append(f"({page.notice[0].upper()}{page.notice[1:]}.)")
     return "\n".join(lines)
 
 
@@ -96,4 +99,5 @@ def search_output(page: SearchPage, *, explain: bool = False) -> SearchOutput:
         for n, r in enumerate(page.results, 1)
     ]  # fmt: skip
     return SearchOutput(mode=page.mode, results=hits, next_cursor=page.next_cursor,
-                        index_behind=page.lag.text, no_match=page.no_match)  # fmt: skip
+                        index_behind=page.lag.text, no_match=page.no_match,
+                        notice=page.notice)  # fmt: skip

@@ -588,6 +588,7 @@ class Dispatcher:
             return {
                 "results": [search_item(r) for r in page.results],
                 "next_cursor": page.next_cursor, "mode": page.mode, "no_match": page.no_match,
+                "notice": page.notice,
             }  # fmt: skip
 
         return fit(build, limit)

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from backtrail import _core
 from backtrail.config import Config
@@ -23,8 +23,9 @@ from backtrail.errors import (
 from backtrail.indexer import (
     EntityReader,
     Indexer,
+    Model,
 )
-from backtrail.indexer.embedding import load_embedder
+from backtrail.indexer.embedding import load_model
 from backtrail.store import (
     Ledger,
 )
@@ -57,7 +58,7 @@ class MemoryBase:
         )  # fmt: skip
         self._reader = EntityReader(self._ledger)
         self._model_lock = threading.Lock()
-        self._embedder_obj: _core.Embedder | None = None
+        self._model_obj: Model | None = None
         self._model_error: str | None = None
         self._seq_lock = threading.Lock()
         self._parts_lock = threading.Lock()
@@ -66,7 +67,7 @@ class MemoryBase:
         # search makes them searchable unless the background indexer already did.
         self._own_seq = self._ledger.max_change_seq()
         try:
-            self._indexer = Indexer(cfg, embedder=self._embedder)
+            self._indexer = Indexer(cfg, model=self._model)
         except BaseException:
             self._ledger.close()
             raise
@@ -111,14 +112,14 @@ class MemoryBase:
         self._indexer.note_own_write(seq)
         self._indexer.schedule()
 
-    def _embedder(self) -> _core.Embedder | None:
-        """The embedder, loaded on first use; ``None`` when off or unavailable."""
+    def _model(self) -> Model | None:
+        """The embedding model, loaded on first use; ``None`` when off or unavailable."""
         if not self.config.embeddings:
             return None
         with self._model_lock:
-            if self._embedder_obj is None and self._model_error is None:
+            if self._model_obj is None and self._model_error is None:
                 try:
-                    self._embedder_obj = load_embedder(
+                    self._model_obj = load_model(
                         self.config.model_dir, threads=self.config.embed_threads,
                         sessions=self.config.embed_sessions,
                         batch_size=self.config.embed_batch_size,
@@ -127,21 +128,43 @@ class MemoryBase:
                 except _core.ModelError as error:
                     self._model_error = str(error)
                     logger.warning("embeddings unavailable, searching with BM25 only: %s", error)
-            return self._embedder_obj
+            return self._model_obj
+
+    def _embedder(self) -> _core.Embedder | None:
+        """The model's embedder (see :meth:`_model`)."""
+        model = self._model()
+        return None if model is None else cast("_core.Embedder", model.embedder)
+
+    def _vectors_unusable(self, model: Model) -> str | None:
+        """Why this process's query vectors cannot be scored against the index's
+        vectors (``None``: they can): see :func:`~backtrail.indexer.vectors.verdict`."""
+        return self._indexer.vectors_unusable(model)
 
     def load_model(self) -> str:
         """Load the embedding model now rather than at the first search that needs it;
         returns :meth:`model_status`."""
-        self._embedder()
+        self._model()
         return self.model_status()
 
     def model_status(self) -> str:
-        """``disabled``, ``not loaded``, ``ready`` or ``unavailable: <reason>``."""
+        """``disabled``, ``not loaded``, ``ready``, ``unavailable: <reason>``, or
+        ``not used: <reason>`` when the index's vectors are another model's (this process
+        then searches by words only; see :func:`~backtrail.indexer.vectors.verdict`). A
+        fallback model says so: ``ready (...)``."""
         if not self.config.embeddings:
             return "disabled"
         if self._model_error is not None:
             return f"unavailable: {self._model_error}"
-        return "ready" if self._embedder_obj is not None else "not loaded"
+        model = self._model_obj
+        if model is None:
+            return "not loaded"
+        unusable = self._vectors_unusable(model)
+        if unusable is not None:
+            return f"not used: {unusable}"
+        if model.fallback is not None:
+            return f"ready (the packaged model as it is: deriving the integer model failed: " \
+                   f"{model.fallback})"  # fmt: skip
+        return "ready"
 
 
 def when(ts: int | None) -> str:

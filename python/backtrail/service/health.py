@@ -150,7 +150,10 @@ def _lag_check(lag: IndexLag, embeddings: bool) -> Check:
     if lag.captures:
         text += f" ({lag.captures:,} captured pages wait for text extraction)"
     waiting = lag.vectors or 0
-    if not embeddings:
+    if lag.reembedding and lag.passages:
+        done = lag.passages - waiting
+        vectors = f"re-embedding for the new model: {done:,} of {lag.passages:,} passages"
+    elif not embeddings:
         vectors = f"off ({waiting:,} passages without vectors)" if waiting else "off"
     elif waiting:
         state = "being embedded" if running else "not embedded yet"
@@ -210,9 +213,20 @@ def _model(config: Config, load_model: bool, say: Callable[[str], None]) -> list
     if matches and load_model:
         say("Preparing the embedding model (the first time takes a few seconds)…")
         try:
-            embedder = embedding.load_embedder(config.model_dir, threads=1)
-            vector = embedder.embed(["backtrail doctor"])[0]
-            results.append(check("embedder", True, f"loads; {len(vector)}-dimensional vectors"))
+            model = embedding.load_model(config.model_dir, threads=1)
+            vector = model.embedder.embed(["backtrail doctor"])[0]
+            loads = f"loads; {len(vector)}-dimensional vectors; model {model.identity}"
+            if model.fallback is None:
+                results.append(check("embedder", True, loads))
+            else:
+                fix = (
+                    f"let Backtrail write {embedding.derived_path(files).parent}, where the "
+                    "integer model is derived once; until then such a process leaves an index "
+                    "of the derived model's vectors alone and searches it by words"
+                )
+                results.append(check("embedder", False, f"{loads}, the packaged model as it "
+                                     f"is: deriving the integer model failed: {model.fallback}",
+                                     fix))  # fmt: skip
         except Exception as error:
             results.append(check("embedder", False, str(error), "see the model files check"))
     return results

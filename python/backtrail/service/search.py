@@ -29,6 +29,7 @@ from backtrail.errors import (
 )
 from backtrail.indexer import (
     TYPE_PASSAGE,
+    IndexLag,
     chunk_text,
     doc_id,
     parse_doc_id,
@@ -221,9 +222,35 @@ class SearchOps(MemoryBase):
 
     def _search(self, request: _Request) -> SearchPage:
         self._make_own_writes_searchable()
-        mode, embedder = self._query_model(request)
+        mode, embedder, notice = self._query_model(request)
+        record = self._indexer.vector_model()
         now = request.now if request.now is not None else self._now()
         end = request.offset + request.limit
+        lag = self.index_lag(passages=False)
+        results, mode, no_match = self._rank(request, mode, embedder, now, end, lag)
+        if embedder is not None and mode != "bm25" and self._indexer.vector_model() != record:
+            # Another process gave the index another model meanwhile: this query's vector
+            # must not be scored against that model's vectors.
+            notice = "the index changed embedding model during this search; searched by words"
+            results, mode, no_match = self._rank(request, "bm25", None, now, end, lag)
+        notice = notice or reembedding_notice(lag)
+        if no_match:
+            return SearchPage([], None, mode, lag, no_match=True, notice=notice)
+        cursor = None
+        if len(results) > end and end <= self.config.max_search_offset:
+            cursor = _encode_cursor(
+                {"v": 1, "o": end, "n": now, "m": mode, "f": request.fingerprint()}
+            )
+        shown = results[request.offset : end]
+        return SearchPage(shown, cursor, _mode_used(mode, shown), lag, notice=notice)
+
+    def _rank(
+        self, request: _Request, mode: str, embedder: _core.Embedder | None, now: int, end: int,
+        lag: IndexLag,
+    ) -> tuple[list[SearchResult], str, bool]:  # fmt: skip
+        """The results up to ``end`` (one more tells whether a next page exists), the mode
+        that ranked them, and whether nothing matches (see :meth:`_no_good_match`; not
+        judged while the index is re-embedded, when most passages have no vector)."""
         # One hit past the page tells whether there is a next one.
         wanted = max(end + 1, _EVIDENCE_HITS)
         try:
@@ -235,9 +262,8 @@ class SearchOps(MemoryBase):
             mode = "bm25"
             embedder = None
             hits = self._core_search(request, mode, embedder, now, wanted)
-        if mode == "hybrid" and self._no_good_match(request, hits):
-            lag = self.index_lag(passages=False)
-            return SearchPage([], None, mode, lag, no_match=True)
+        if mode == "hybrid" and not lag.reembedding and self._no_good_match(request, hits):
+            return [], mode, True
         results = self._results(hits, request.budget, end + 1)
         for _ in range(_REFILLS):
             # Hits whose entity was forgotten after the index was written leave gaps: ask
@@ -248,14 +274,7 @@ class SearchOps(MemoryBase):
             wanted += 2 * missing
             hits = self._core_search(request, mode, embedder, now, wanted)
             results = self._results(hits, request.budget, end + 1)
-        cursor = None
-        if len(results) > end and end <= self.config.max_search_offset:
-            cursor = _encode_cursor(
-                {"v": 1, "o": end, "n": now, "m": mode, "f": request.fingerprint()}
-            )
-        lag = self.index_lag(passages=False)  # a search reports only what is not searchable
-        shown = results[request.offset : end]
-        return SearchPage(shown, cursor, _mode_used(mode, shown), lag)
+        return results, mode, False
 
     def _no_good_match(self, request: _Request, hits: Sequence[_core.Hit]) -> bool:
         """True when the best of the first hits of the ranking is no closer in meaning to the
@@ -333,17 +352,23 @@ class SearchOps(MemoryBase):
         except BacktrailError as error:
             logger.warning("could not index recent writes before searching: %s", error)
 
-    def _query_model(self, request: _Request) -> tuple[str, _core.Embedder | None]:
-        """The search mode and the model that embeds the query (none for BM25)."""
+    def _query_model(self, request: _Request) -> tuple[str, _core.Embedder | None, str | None]:
+        """The search mode, the model that embeds the query (none for BM25) and, when the
+        model cannot be used, why (searches then rank by words)."""
         if request.mode == "bm25":
-            return "bm25", None
-        embedder = self._embedder()
-        if embedder is None:
+            return "bm25", None, None
+        model = self._model()
+        if model is None:
             if request.mode == "vector":
                 reason = self._model_error or "embeddings are disabled in the settings"
                 raise SearchUnavailable("vector", reason)
-            return "bm25", None
-        return request.mode or "hybrid", embedder
+            return "bm25", None, None
+        unusable = self._vectors_unusable(model)
+        if unusable is not None:
+            if request.mode == "vector":
+                raise SearchUnavailable("vector", unusable)
+            return "bm25", None, f"searched by words only: {unusable}"
+        return request.mode or "hybrid", cast("_core.Embedder", model.embedder), None
 
     def _options(self, request: _Request) -> dict[str, Any]:
         cfg = self.config
@@ -452,6 +477,15 @@ class SearchOps(MemoryBase):
                     near[ref.entity_id] = (float(similarity), hit["snippet"])
             found.append(near)
         return found or None
+
+
+def reembedding_notice(lag: IndexLag) -> str | None:
+    """What a search says while the index's vectors are re-embedded for a new model."""
+    if not lag.reembedding or lag.passages is None or lag.vectors is None:
+        return None
+    done = max(0, lag.passages - lag.vectors)
+    return (f"re-embedding for the new model: {done:,} of {lag.passages:,} passages; "
+            "meanwhile results are found by words and by the passages done")  # fmt: skip
 
 
 def _mode_used(mode: str, results: Sequence[SearchResult]) -> str:

@@ -123,6 +123,9 @@ class SearchPage:
     mode: str
     lag: IndexLag
     no_match: bool = False
+    notice: str | None = None
+    """Why the search could not use meaning (the index's vectors are another embedding
+    model's), or how far their re-embedding for a new model is."""
 
 
 @dataclass(frozen=True)

@@ -314,7 +314,7 @@ impl Index {
         };
         let stored = self.stored(&snap, addr)?;
         let mut doc = stored.doc;
-        if stored.vstamp > 0 {
+        if snap.manifest.live_stamp(stored.vstamp) {
             doc.vector =
                 vectors::stamped_vector(&snap.segments, id, stored.vstamp, DIM)?.map(|mut v| {
                     let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);

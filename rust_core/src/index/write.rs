@@ -45,6 +45,11 @@ pub enum Op {
     DeleteRange(Option<i64>, Option<i64>),
     /// Delete everything.
     DeleteAll,
+    /// Drop every vector the index holds, keeping the documents and their text (each
+    /// has no vector until one is upserted again): the vectors of one embedding model
+    /// must never be searched with another model's query. Applies before the other
+    /// operations of its batch, so vectors upserted in the same batch are kept.
+    ClearVectors,
     /// Set `last_seen` and `visits` of every document of a parent, keeping text and
     /// vectors. Touches apply before the other operations of their batch (so a later
     /// upsert or delete in the same batch wins).
@@ -156,6 +161,10 @@ impl Index {
             manifest.watermark = watermark;
         }
         let stamp = manifest.take_stamp();
+        if ops.iter().any(|o| matches!(o, Op::ClearVectors)) {
+            manifest.segments.clear();
+            manifest.vector_floor = stamp;
+        }
         let docs = ops.iter().filter(|o| matches!(o, Op::Upsert(_))).count();
         let (threads, budget) = if docs > 20_000 {
             (2, 256_000_000)
@@ -185,7 +194,7 @@ impl Index {
         }
         for op in ops {
             match op {
-                Op::Touch { .. } => {}
+                Op::Touch { .. } | Op::ClearVectors => {}
                 Op::Upsert(doc) => {
                     let thash = doc.text_hash();
                     let vstamp = match &doc.vector {
@@ -201,7 +210,7 @@ impl Index {
                                     .map_err(|e| CoreError::io(&self.dir, e))?,
                             };
                             match previous {
-                                Some((vs, h)) if vs > 0 && h == thash => vs,
+                                Some((vs, h)) if manifest.live_stamp(vs) && h == thash => vs,
                                 _ => 0,
                             }
                         }
@@ -543,7 +552,10 @@ impl Index {
         filter: Option<&dyn Query>,
     ) -> Result<HashMap<u64, u64>> {
         let query: &dyn Query = filter.unwrap_or(&AllQuery);
-        Ok(snap.searcher.search(query, &StampCollector)?)
+        let collector = StampCollector {
+            floor: snap.manifest.vector_floor.max(1),
+        };
+        Ok(snap.searcher.search(query, &collector)?)
     }
 }
 
@@ -686,12 +698,16 @@ fn existing(
     Ok(None)
 }
 
-/// Collects `id -> vstamp` for matching documents that have a vector.
-pub(crate) struct StampCollector;
+/// Collects `id -> vstamp` for matching documents that have a vector (a stamp from
+/// `floor` up: see [`Manifest::vector_floor`]).
+pub(crate) struct StampCollector {
+    floor: u64,
+}
 
 pub(crate) struct StampSegmentCollector {
     id: tantivy::columnar::Column<u64>,
     vstamp: tantivy::columnar::Column<u64>,
+    floor: u64,
     out: Vec<(u64, u64)>,
 }
 
@@ -707,6 +723,7 @@ impl Collector for StampCollector {
         Ok(StampSegmentCollector {
             id: reader.fast_fields().u64("id")?,
             vstamp: reader.fast_fields().u64("vstamp")?,
+            floor: self.floor,
             out: Vec::new(),
         })
     }
@@ -725,7 +742,7 @@ impl SegmentCollector for StampSegmentCollector {
 
     fn collect(&mut self, doc: DocId, _: Score) {
         let vs = self.vstamp.first(doc).unwrap_or(0);
-        if vs > 0 {
+        if vs >= self.floor {
             if let Some(id) = self.id.first(doc) {
                 self.out.push((id, vs));
             }

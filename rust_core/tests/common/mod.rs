@@ -28,6 +28,24 @@ pub fn axis_vector(axis: usize, wobble: f32) -> Vec<f32> {
     v
 }
 
+/// A vector along `axis` with small noise that differs per `seed`. With
+/// [`axis_vector`]'s uniform wobble every other vector lies at exactly the same distance
+/// from an axis query: a graph search over more of them than its expansion (128) stops
+/// among those ties and may miss the one it looks for, which no real embedding does.
+pub fn spread_vector(axis: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    let mut v: Vec<f32> = (0..DIM)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.02
+        })
+        .collect();
+    v[axis] = 1.0;
+    v
+}
+
 pub fn ids(hits: &[backtrail_core::Hit]) -> Vec<u64> {
     hits.iter().map(|h| h.doc.id).collect()
 }
