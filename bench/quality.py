@@ -97,12 +97,17 @@ def _store(home: Path, rebuild: bool) -> Any:
 def _index_with_cached_vectors(memory: Any, data_dir: Path) -> int:
     """Indexes everything captured, the passage vectors read from the vector cache; returns
     how many texts the cache lacked (those the real model embedded)."""
+    import dataclasses
+
     model = model_id()
-    real = memory._embedder()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
+    real = memory._model()  # noqa: SLF001 (the bench swaps in the cache, nothing else)
     if real is None:
         raise SystemExit("the embedding model is not available: the bench needs it")
-    cached = CachedEmbedder(real, VectorCache(cache_dir(data_dir, model)), model)
-    memory._indexer._embedder = lambda: cached  # noqa: SLF001
+    if real.fallback:
+        raise SystemExit(f"the bench needs the intended model, not a fallback: {real.fallback}")
+    cached = CachedEmbedder(real.embedder, VectorCache(cache_dir(data_dir, model)), model)
+    with_cache = dataclasses.replace(real, embedder=cached)
+    memory._indexer._model = lambda: with_cache  # noqa: SLF001
     memory.catch_up(progress=lambda done, total, phase: None)
     return cached.missed
 
