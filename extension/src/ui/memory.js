@@ -97,6 +97,7 @@ async function runSearch(append) {
   try {
     let fresh;
     let next;
+    let notice = null;
     if (state.query) {
       const { kinds, ...range } = state.filters;
       const filters = { ...range, ...(kinds ? { kinds } : {}) };
@@ -104,6 +105,7 @@ async function runSearch(append) {
       fresh = result.results ?? [];
       next = result.next_cursor ?? null;
       state.cursor = next;
+      notice = result.notice ?? null;
     } else {
       const { kinds, ...range } = state.filters;
       const result = await memoryRequest("recent", { limit: PAGE_SIZE, offset: append ? state.offset : 0, filters: range });
@@ -118,8 +120,11 @@ async function runSearch(append) {
     $("#more").hidden = next === null || next === undefined;
     const count = state.results.length;
     const more = $("#more").hidden ? "" : " (more available)";
-    if (!count) announce(state.query ? "Nothing found." : "No pages in your memory match these filters yet.");
-    else announce(`${count} ${state.query ? (count === 1 ? "result" : "results") : count === 1 ? "recent page" : "recent pages"}${more}.`);
+    const said = !count
+      ? (state.query ? "Nothing found." : "No pages in your memory match these filters yet.")
+      : `${count} ${state.query ? (count === 1 ? "result" : "results") : count === 1 ? "recent page" : "recent pages"}${more}.`;
+    // Why the ranking used words only (another model's vectors, or a re-embedding under way).
+    announce(notice ? `${said} ${notice.charAt(0).toUpperCase()}${notice.slice(1)}.` : said);
   } catch (error) {
     if (mine === generation) announce(`Could not ${state.query ? "search" : "load recent pages"}: ${error.message}`);
   }

@@ -118,10 +118,17 @@ async function search(append) {
     $("#more").hidden = !cursor;
     const shown = $("#results").children.length;
     const more = cursor ? ", more below" : "";
-    flash(msg, shown ? `${shown} result${shown === 1 ? "" : "s"}${more}.` : "Nothing found.");
+    const found = shown ? `${shown} result${shown === 1 ? "" : "s"}${more}.` : "Nothing found.";
+    // Why the ranking used words only (the index's vectors belong to another model, or are
+    // being made again for a new one), in the host's words.
+    flash(msg, result.notice ? `${found} ${capitalised(result.notice)}.` : found);
   } catch (error) {
     flash(msg, error.message, true);
   }
+}
+
+function capitalised(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function links() {
