@@ -30,6 +30,10 @@ BACKTRAIL = str(Path(sys.executable).with_name("backtrail"))
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
+def bearer(token: str) -> dict[str, str]:
+    return {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
+
+
 def home_of(tmp_path: Path, ledger_target: Path | str) -> Path:
     """The data directory whose ledger ``ledger_target`` is (on SQLite: its directory)."""
     return tmp_path / "home" if isinstance(ledger_target, str) else ledger_target.parent
@@ -232,18 +236,15 @@ async def test_the_server_checks_ledger_tokens_on_every_request(
             refused = await client.call_tool("memory_set", {"key": "team/plan", "value": "x"})
             assert refused.is_error and "only allows reading" in text(refused)
         with httpx2.Client(timeout=30) as http:
-            answer = http.post(server.url, json=INITIALIZE,
-                               headers={**JSON_HEADERS, "Authorization": f"Bearer {device}"})  # fmt: skip
+            answer = http.post(server.url, json=INITIALIZE, headers=bearer(device))
             assert answer.status_code == 403
             assert "scope is device" in answer.json()["error"]["message"]
             assert run(home, "token", "revoke", "agent-w", **env_of(ledger_target)).returncode == 0
-            gone = http.post(server.url, json=INITIALIZE,
-                             headers={**JSON_HEADERS, "Authorization": f"Bearer {writer}"})  # fmt: skip
+            gone = http.post(server.url, json=INITIALIZE, headers=bearer(writer))
             assert gone.status_code == 401
             assert gone.json()["error"]["message"] == "invalid bearer token"
             late = run(home, "token", "add", "late", "--scope", "read", **env_of(ledger_target))
-            fresh = http.post(server.url, json=INITIALIZE, headers={
-                **JSON_HEADERS, "Authorization": f"Bearer {late.stdout.strip()}"})  # fmt: skip
+            fresh = http.post(server.url, json=INITIALIZE, headers=bearer(late.stdout.strip()))
             assert fresh.status_code == 200  # a token added while it runs works at once
         assert writer not in "".join(server.stderr)
     with Ledger(ledger_target) as ledger:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from backtrail.errors import BacktrailError
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["Follower"]
 
 logger = logging.getLogger(__name__)
+
+_SLICE = 0.5
+"""Seconds one wait for a notification lasts at most (how soon a stop is noticed)."""
 
 
 class Follower:
@@ -49,8 +53,8 @@ class Follower:
             self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> bool:
-        """Stop following (within ``poll`` seconds: a wait is not interrupted); True
-        when the thread ended within ``timeout``."""
+        """Stop following (within :data:`_SLICE` seconds: a wait is not interrupted);
+        True when the thread ended within ``timeout``."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
@@ -59,10 +63,11 @@ class Follower:
 
     def _run(self) -> None:
         failing = False
+        next_poll = time.monotonic() + self._poll
         try:
             while not self._stop.is_set():
                 try:
-                    notified = self._listener.wait(self._poll)
+                    notified = self._listener.wait(min(_SLICE, self._poll))
                     if failing:
                         logger.info("listening for ledger changes again")
                     failing = False
@@ -72,12 +77,15 @@ class Follower:
                                        self._poll)  # fmt: skip
                     failing = True
                     notified = False
-                    if self._stop.wait(self._poll):
+                    if self._stop.wait(min(_SLICE, self._poll)):
                         return
                 if self._stop.is_set():
                     return
                 self.notifications += notified
-                if notified or self._behind():
+                polled = time.monotonic() >= next_poll
+                if polled:
+                    next_poll = time.monotonic() + self._poll
+                if notified or (polled and self._behind()):
                     self.wakeups += 1
                     self._indexer.schedule()
         finally:

@@ -574,7 +574,7 @@ class Indexer(VectorPhase):
         seconds; False when one is still inside a step (an extraction, an embedding
         piece, a commit) that cannot be interrupted."""
         if self.follower is not None:
-            self.follower.stop(0.0)  # it ends within a poll, without touching the index
+            self.follower.stop(min(timeout, 1.0))  # it never touches the index itself
         self._stop.set()
         self._wake.set()
         self.index.stop_merging()

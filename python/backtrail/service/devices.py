@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from backtrail.service.browser_sync import BrowserSync
 from backtrail.store import Ledger
+from backtrail.store.access import client_id
 
 if TYPE_CHECKING:
     from backtrail.service.memory import Memory
@@ -33,8 +34,8 @@ class DeviceSync(BrowserSync):
     """The records of the device whose token names ``client``."""
 
     def __init__(self, memory: Memory, ledger: Ledger, client: str, profile: str) -> None:
+        self.client = client_id(client)
         super().__init__(memory, ledger, profile)
-        self.client = client
 
     @contextmanager
     def attributed(self) -> Iterator[None]:
