@@ -20,8 +20,9 @@ __all__ = ["COMMANDS", "mcp_command", "claude_config_command"]
     "use_http",
     is_flag=True,
     default=False,
-    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (also: "
-    "MCP_TRANSPORT=http). Needs MCP_AUTH_TOKEN or --token-file.",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp (and devices' captures at /host) "
+    "instead of stdio (also: MCP_TRANSPORT=http). Needs a token: `backtrail token add`, "
+    "MCP_AUTH_TOKEN or --token-file.",
 )
 @click.option(
     "--host",
@@ -95,8 +96,11 @@ def mcp_command(
 
     Without options it speaks stdio, which is what Claude Desktop and Cursor launch
     (any number of these servers may share one data directory). With --http one
-    long-running server takes any number of clients; it refuses to start without a
-    bearer token (exit status 2).
+    long-running server takes any number of clients, and devices' native hosts at
+    /host (device tokens); it refuses to start without a bearer token (exit status 2).
+    Tokens made with `backtrail token add` are checked on every request. On a
+    PostgreSQL ledger several such servers share one memory, each following the
+    others' writes into its own index.
 
     \b
     Examples:
