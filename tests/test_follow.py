@@ -6,9 +6,11 @@ compacted out of every node's index. The same across real processes: test_nodes.
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +21,9 @@ from backtrail.store import SCHEMA_VERSION, Ledger
 from backtrail.store.postgres import ChangeListener
 from backtrail.store.schema_pg import SCHEMA_V6
 from helpers import index_files_containing, make_config, wait_for
-from postgres_support import free_port
+from postgres_support import PostgresServer, free_port
+
+pytestmark = pytest.mark.postgresql
 
 
 def node(home: Path, url: str, **overrides: object) -> Memory:
@@ -119,9 +123,12 @@ def test_forgetting_through_one_node_compacts_every_nodes_index(
     assert index_files_containing(index_two, "zygomorphic")  # the check can see it
     one.forget(domain="secret.example")
     assert not index_files_containing(one.config.index_dir, "zygomorphic")
-    wait_for(lambda: not index_files_containing(index_two, "zygomorphic"), 30,
+    forgotten = one.indexer.watermark().forgets  # type: ignore[union-attr]
+    assert forgotten > 0  # node 1 compacted when it forgot
+    # Node 2 compacts once it has applied the deletions, and records that it did.
+    wait_for(lambda: two.indexer.watermark().forgets == forgotten, 30,  # type: ignore[union-attr]
              "node 2 to compact the forgotten page away")  # fmt: skip
-    assert two.indexer.watermark().forgets == one.indexer.watermark().forgets > 0  # type: ignore[union-attr]
+    assert not index_files_containing(index_two, "zygomorphic")
     assert [r.url for r in two.search("wombat").results] == ["https://kept.example/"]
     # A node started after the forget builds an index with nothing left to compact.
     shutil.rmtree(index_two, ignore_errors=True)
@@ -136,3 +143,34 @@ def test_the_follower_is_for_postgresql_only(tmp_path: Path) -> None:
         assert memory.follow_changes() is False  # SQLite: every process shares one index
         assert memory.indexer.follower is None
 
+
+
+def _open_when_released(url: str, barrier: Any, outcomes: Any) -> None:
+    barrier.wait()
+    try:
+        Ledger(url, busy_timeout_ms=60_000).close()
+        outcomes.put("ok")
+    except Exception as error:  # reported to the test
+        outcomes.put(f"{type(error).__name__}: {error}")
+
+
+def test_eight_processes_creating_one_ledger_at_once_all_succeed(
+    postgres_server: PostgresServer,
+) -> None:
+    """Openers of an empty database race to create the ledger: the first to take the
+    write lock creates it, the others must see it once they have the lock (a check
+    answered from a connection's catalog cache made some create it again: "function
+    min already exists", in most rounds)."""
+    fork = multiprocessing.get_context("fork")  # released together, without start-up skew
+    for _ in range(6):
+        with postgres_server.database() as url:
+            barrier, outcomes = fork.Barrier(8), fork.Queue()
+            openers = [fork.Process(target=_open_when_released, args=(url, barrier, outcomes))
+                       for _ in range(8)]  # fmt: skip
+            for opener in openers:
+                opener.start()
+            for opener in openers:
+                opener.join(120)
+            assert sorted(outcomes.get(timeout=10) for _ in openers) == ["ok"] * 8
+            with Ledger(url) as ledger:
+                assert ledger.stats().schema_version == SCHEMA_VERSION

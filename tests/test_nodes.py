@@ -43,7 +43,7 @@ from host_client import hello_fields
 from mcp_support import INITIALIZE, HttpServer
 from postgres_support import PostgresServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.postgresql]
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "python" / "backtrail" / "samples").glob("*.html"))

@@ -14,8 +14,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -276,40 +275,31 @@ def _serve_http(
     from backtrail.mcp_server.http import NoTokens, build_http_app, load_tokens, serve_http
     from backtrail.service import TokenVerifier
 
+    missing: NoTokens | None = None
     try:
         load_tokens(settings, "check")  # fail closed before opening anything
-    except NoTokens:
+    except NoTokens as error:
         if not config.ledger_url and not config.ledger_path.exists():
             raise  # no ledger yet, so no tokens in it
-        with _verifier(config) as verifier:
-            if verifier.active_count() == 0:
-                raise
-    holder = _holder(config, settings)
-    server = _build(holder, settings, _call_log(settings))
+        missing = error
     verifier = TokenVerifier(config)
+    holder: MemoryHolder | None = None
     try:
+        if missing is not None and verifier.active_count() == 0:
+            raise missing
+        holder = _holder(config, settings)
+        server = _build(holder, settings, _call_log(settings))
         device_app = device_endpoint(holder.get, config) if device_endpoint else None
         app = build_http_app(server, settings, settings.client_id or "mcp-http",
                              verify=_entry_of(verifier), device_app=device_app)  # fmt: skip
-        memory = holder.get()
-        if memory.follow_changes():
+        if holder.get().follow_changes():
             logger.info("following the ledger's changes as other nodes commit them")
         if settings.preload_model:
             _preload(holder)
         serve_http(app, settings, on_listening)
     finally:
-        holder.close()
-        verifier.close()
-
-
-@contextmanager
-def _verifier(config: Config) -> Iterator[Any]:
-    from backtrail.service import TokenVerifier
-
-    verifier = TokenVerifier(config)
-    try:
-        yield verifier
-    finally:
+        if holder is not None:
+            holder.close()
         verifier.close()
 
 

@@ -182,18 +182,24 @@ class DeviceDispatcher(Dispatcher):
                 if answer["ok"] or answer["error"]["code"] not in RETRYABLE:
                     self.sync.record_delivery(ident, str(kind), answer)
                 return answer
-        except Exception as exc:  # the delivery could not be read or stored: nothing was
-            return response(ident, error=error_for(exc, str(kind)))
+        except Exception as exc:  # the delivery could not be read or stored: the message's
+            return response(ident, error=error_for(exc, str(kind)))  # writes were undone
 
 
 # ---------------------------------------------------------------------- ASGI
 
 
+def _encode(payload: Any) -> bytes:
+    """Compact UTF-8 JSON; text holding unpaired surrogates falls back to escapes."""
+    try:
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload, separators=(",", ":")).encode("ascii")
+
+
 async def _respond(send: Any, status: int, payload: Any, extra: Sequence[tuple[bytes, bytes]] = ()
                    ) -> None:  # fmt: skip
-    body = encode_json(payload) if isinstance(payload, dict) else json.dumps(
-        payload, ensure_ascii=False, separators=(",", ":")
-    ).encode("utf-8", "surrogatepass")  # fmt: skip
+    body = _encode(payload)
     await send({
         "type": "http.response.start", "status": status,
         "headers": [(b"content-type", b"application/json"),

@@ -298,8 +298,17 @@ MIGRATIONS: list[Callable[[Any, int], None]] = [_migrate_7]
 
 
 def user_version(conn: Any) -> int:
-    """The schema version of the ledger in the connection's schema, 0 if there is none."""
-    if conn.execute("SELECT to_regclass('backtrail_schema')").fetchone()[0] is None:
+    """The schema version of the ledger in the connection's schema, 0 if there is none.
+
+    It reads ``pg_class`` itself rather than asking ``to_regclass``: that one answers
+    from the connection's catalog cache, which inside a transaction begun before another
+    process created the ledger may still say the table is missing, even after that
+    process committed and this one took the write lock (so both would create it)."""
+    found = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relname = 'backtrail_schema' "
+        "AND relnamespace = pg_catalog.current_schema()::regnamespace)"
+    ).fetchone()[0]
+    if not found:
         return 0
     row = conn.execute("SELECT version FROM backtrail_schema").fetchone()
     return 0 if row is None else int(row[0])
