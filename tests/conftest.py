@@ -103,3 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "backends(*names): run the test's ledger on each named backend (sqlite, postgresql)",
     )
+    config.addinivalue_line(
+        "markers",
+        "postgresql: needs PostgreSQL (skipped without it, a failure with "
+        "BACKTRAIL_REQUIRE_POSTGRES=1)",
+    )

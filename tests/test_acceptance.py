@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 
 from backtrail import _core
-from backtrail.errors import BacktrailError, InvalidInput, InvalidUrl, LimitExceeded
+from backtrail.errors import (
+    BacktrailError,
+    InvalidInput,
+    InvalidUrl,
+    LimitExceeded,
+    TokenNotFound,
+)
 from backtrail.indexer import TYPE_PASSAGE, doc_id
 from backtrail.service import Memory
 from backtrail.store import LEDGER_FILENAME, Ledger
@@ -402,11 +408,21 @@ BAD_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[BacktrailError]
     ("hold_write_lock", (0,), {}, InvalidInput),
     ("hold_write_lock", ("2",), {}, InvalidInput),
     ("hold_write_lock", (1,), {"client": LONE}, InvalidInput),
+    ("add_token", ("not a client id",), {"scope": "write"}, InvalidInput),
+    ("add_token", ("laptop",), {"scope": "admin"}, InvalidInput),
+    ("add_token", (5,), {"scope": "read"}, InvalidInput),
+    ("revoke_tokens", ("",), {}, InvalidInput),
+    ("revoke_tokens", ("nobody",), {}, TokenNotFound),
+    ("list_tokens", (), {"include_revoked": "yes"}, InvalidInput),
+    ("device", ("not a client id",), {}, InvalidInput),
+    ("device", ("laptop", ""), {}, InvalidInput),
+    ("prune_deliveries", (), {"older_than_days": -1}, InvalidInput),
+    ("prune_deliveries", (), {"older_than_days": "5"}, InvalidInput),
 ]  # fmt: skip
 # Methods that take no input (or none that can be wrong), and how the rest are covered.
 NO_INPUT = {"capture_settings", "resume_capture", "index_lag", "stats", "model_status",
             "load_model", "close", "indexer", "announce_host", "actions", "batch",
-            "skipped_counts"}  # fmt: skip
+            "skipped_counts", "follow_changes"}  # fmt: skip
 OTHER_ENTRY_POINTS = {"open", "acting_as"}  # checked separately below
 
 

@@ -8,12 +8,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["COMMANDS", "mcp_command", "claude_config_command"]
 
@@ -23,8 +20,9 @@ __all__ = ["COMMANDS", "mcp_command", "claude_config_command"]
     "use_http",
     is_flag=True,
     default=False,
-    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (also: "
-    "MCP_TRANSPORT=http). Needs MCP_AUTH_TOKEN or --token-file.",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp (and devices' captures at /host) "
+    "instead of stdio (also: MCP_TRANSPORT=http). Needs a token: `backtrail token add`, "
+    "MCP_AUTH_TOKEN or --token-file.",
 )
 @click.option(
     "--host",
@@ -98,8 +96,11 @@ def mcp_command(
 
     Without options it speaks stdio, which is what Claude Desktop and Cursor launch
     (any number of these servers may share one data directory). With --http one
-    long-running server takes any number of clients; it refuses to start without a
-    bearer token (exit status 2).
+    long-running server takes any number of clients, and devices' native hosts at
+    /host (device tokens); it refuses to start without a bearer token (exit status 2).
+    Tokens made with `backtrail token add` are checked on every request. On a
+    PostgreSQL ledger several such servers share one memory, each following the
+    others' writes into its own index.
 
     \b
     Examples:
@@ -114,7 +115,15 @@ def mcp_command(
         data_dir=data_dir, lean=lean, transport="http" if use_http else None, host=host,
         port=port, token_file=token_file, allowed_hosts=allowed_hosts, client_id=client_id,
         preload_model=True if preload_model else None, call_log=log_calls,
+        device_endpoint=_device_endpoint,
     )  # fmt: skip
+
+
+def _device_endpoint(memory: Any, config: Any) -> Any:
+    """``POST /host`` (imported only when an HTTP server starts)."""
+    from backtrail.native_host import remote
+
+    return remote.endpoint(memory, config)
 
 
 @click.command("claude-config")

@@ -167,6 +167,9 @@ class Watermark:
     text_scan: tuple[str, int] | None = None
     vector_scan: tuple[str, int] | None = None
     model: VectorModel = VectorModel()
+    forgets: int = 0
+    """The newest ``forget`` event of the audit log whose deletions this index has
+    applied and compacted away (0: none yet)."""
 
     FORMAT = 1
 
@@ -182,7 +185,7 @@ class Watermark:
         return json.dumps(
             {"format": self.FORMAT, "text": self.text, "vectors": self.vectors,
              "text_scan": self.text_scan, "vector_scan": self.vector_scan,
-             "model": self.model.dumps()},
+             "model": self.model.dumps(), "forgets": self.forgets},
             separators=(",", ":"),
         )  # fmt: skip
 
@@ -203,6 +206,7 @@ class Watermark:
                 text_scan=_scan(data.get("text_scan")),
                 vector_scan=_scan(data.get("vector_scan")),
                 model=VectorModel(LEGACY_MODEL) if legacy else VectorModel.loads(data["model"]),
+                forgets=_seq(data.get("forgets", 0)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             logger.warning("the index watermark is unreadable (%s); rebuilding the index", error)
