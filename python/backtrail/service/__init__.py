@@ -7,7 +7,9 @@ forgetting, indexing and statistics, on top of the ledger and the indexer
 (:mod:`.browser_sync`, from :meth:`Memory.browser`), browser actions assistants propose
 (:mod:`.actions`, :attr:`Memory.actions`), insights over the memory (:mod:`.insights`),
 the summary chain (:mod:`.summaries`), importing browser history (:mod:`.importing`),
-export (:mod:`.export`) and health checks (:mod:`.health`).
+export (:mod:`.export`) and health checks (:mod:`.health`); for a device that forwards
+to a Backtrail server instead of keeping a ledger, the link to it (:mod:`.remote`) and
+its durable outbox (:mod:`.device`).
 
 Front ends (the MCP server, the native host, the CLI) import from here and nowhere
 lower: the records they show are in :mod:`.types`, and every rule (validation, capture
@@ -60,7 +62,10 @@ _LAZY = {
 the parts it calls (``from backtrail.service import insights`` imports that module)."""
 
 
-_PARTS = ("actions", "export", "health", "importing", "insights", "present", "summaries")
+_PARTS = (
+    "actions", "device", "export", "health", "importing", "insights", "present", "remote",
+    "summaries",
+)  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -72,7 +77,17 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 if TYPE_CHECKING:
-    from backtrail.service import actions, export, health, importing, insights, present, summaries
+    from backtrail.service import (
+        actions,
+        device,
+        export,
+        health,
+        importing,
+        insights,
+        present,
+        remote,
+        summaries,
+    )
     from backtrail.service.actions import ActionQueue, NoActiveTab
     from backtrail.service.browser_sync import (
         EXPORT_KINDS,
@@ -84,7 +99,8 @@ if TYPE_CHECKING:
     from backtrail.service.summaries import Sampler, SummaryChain
 
 __all__ = [
-    "Memory", "actions", "export", "health", "importing", "insights", "present", "summaries",
+    "Memory", "actions", "device", "export", "health", "importing", "insights", "present",
+    "remote", "summaries",
     "scrub_url", "validate_capture_url",
     "ActionQueue", "NoActiveTab", "BrowserSync", "CaptureOutcome", "HistoryVisit",
     "VisitRecord", "EXPORT_KINDS", "Sampler", "SummaryChain", "SEARCH_KINDS", "Action",
