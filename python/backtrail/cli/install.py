@@ -125,7 +125,7 @@ def _record_device(config: Config, token: str) -> None:
     ask the server whether it takes the token."""
     from backtrail.cli.settings import write_setting
     from backtrail.errors import BacktrailError
-    from backtrail.service.remote import ServerUnavailable, TokenRefused, probe_hello
+    from backtrail.service.server_link import ServerUnavailable, TokenRefused, probe_hello
 
     write_setting(config.home, "server_token_file", str(config.server_token_file))
     write_setting(config.home, "server_url", config.server_url)

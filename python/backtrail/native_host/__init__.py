@@ -153,7 +153,7 @@ def _forward(stdin: IO[bytes], stdout: IO[bytes], config: Config) -> int:
     from backtrail.native_host.forward import ForwardingDispatcher
     from backtrail.native_host.framing import FrameReader, FrameWriter
     from backtrail.native_host.server import serve
-    from backtrail.service.device import MAX_BATCH_BYTES, DeviceLink
+    from backtrail.service.outbox import MAX_BATCH_BYTES, DeviceLink
 
     device: DeviceLink | None = None
     failure = None

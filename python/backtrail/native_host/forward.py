@@ -6,7 +6,7 @@ Nothing changes on the wire for the extension. Queued writes (:data:`OUTBOX_TYPE
 kept in the device's outbox first and acknowledged only with the server's answer, which
 it gives after its commit; while the server cannot take them the extension gets error 13
 (busy, retryable, ``retry_after_ms``) and both its queue and the outbox keep them, the
-outbox being delivered in the background (``backtrail.service.device``). Reads go to the
+outbox being delivered in the background (``backtrail.service.outbox``). Reads go to the
 server as they come; ``status`` adds a ``server`` member saying how the link is, and
 still answers when the server does not.
 """
@@ -46,7 +46,7 @@ _RETRY_MS_OTHERWISE = 2_000
 
 class ForwardingDispatcher:
     """Answers one browser connection by forwarding to the server through ``device``
-    (a :class:`backtrail.service.device.DeviceLink`; ``None`` when it could not be set
+    (a :class:`backtrail.service.outbox.DeviceLink`; ``None`` when it could not be set
     up: every request then gets error 14 with ``failure``)."""
 
     def __init__(self, device: Any, *, max_request_bytes: int, failure: str | None = None

@@ -8,8 +8,8 @@ forgetting, indexing and statistics, on top of the ledger and the indexer
 (:mod:`.actions`, :attr:`Memory.actions`), insights over the memory (:mod:`.insights`),
 the summary chain (:mod:`.summaries`), importing browser history (:mod:`.importing`),
 export (:mod:`.export`) and health checks (:mod:`.health`); for a device that forwards
-to a Backtrail server instead of keeping a ledger, the link to it (:mod:`.remote`) and
-its durable outbox (:mod:`.device`).
+to a Backtrail server instead of keeping a ledger, the link to it (:mod:`.server_link`) and
+its durable outbox (:mod:`.outbox`).
 
 Front ends (the MCP server, the native host, the CLI) import from here and nowhere
 lower: the records they show are in :mod:`.types`, and every rule (validation, capture
@@ -63,8 +63,8 @@ the parts it calls (``from backtrail.service import insights`` imports that modu
 
 
 _PARTS = (
-    "actions", "device", "export", "health", "importing", "insights", "present", "remote",
-    "summaries",
+    "actions", "export", "health", "importing", "insights", "outbox", "present",
+    "server_link", "summaries",
 )  # fmt: skip
 
 
@@ -79,13 +79,13 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from backtrail.service import (
         actions,
-        device,
         export,
         health,
         importing,
         insights,
+        outbox,
         present,
-        remote,
+        server_link,
         summaries,
     )
     from backtrail.service.actions import ActionQueue, NoActiveTab
@@ -99,8 +99,8 @@ if TYPE_CHECKING:
     from backtrail.service.summaries import Sampler, SummaryChain
 
 __all__ = [
-    "Memory", "actions", "device", "export", "health", "importing", "insights", "present",
-    "remote", "summaries",
+    "Memory", "actions", "export", "health", "importing", "insights", "outbox", "present",
+    "server_link", "summaries",
     "scrub_url", "validate_capture_url",
     "ActionQueue", "NoActiveTab", "BrowserSync", "CaptureOutcome", "HistoryVisit",
     "VisitRecord", "EXPORT_KINDS", "Sampler", "SummaryChain", "SEARCH_KINDS", "Action",

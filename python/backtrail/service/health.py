@@ -38,8 +38,8 @@ def health_checks(
     first time, while its optimised graph is prepared)."""
     checks = [_data_dir(config)]
     if config.server_url:
-        from backtrail.service.device import outbox_check
-        from backtrail.service.remote import server_checks
+        from backtrail.service.outbox import outbox_check
+        from backtrail.service.server_link import server_checks
 
         checks += server_checks(config)
         checks.append(outbox_check(config))

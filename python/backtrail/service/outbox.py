@@ -31,7 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from backtrail.service.remote import ANSWER_SECONDS, ServerLink, ServerUnavailable, TokenRefused
+from backtrail.service.server_link import (
+    ANSWER_SECONDS,
+    ServerLink,
+    ServerUnavailable,
+    TokenRefused,
+)
 
 if TYPE_CHECKING:
     from backtrail.config import Config
@@ -109,6 +114,7 @@ class Outbox:
                                    check_same_thread=False)  # fmt: skip
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA secure_delete=ON")  # delivered page text leaves no trace
         self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
