@@ -570,7 +570,8 @@ def read_token_file(path: Path) -> str:
                            f"(`chown $USER {path}`) with mode 600") from None  # fmt: skip
     except (OSError, UnicodeDecodeError) as error:
         raise InvalidInput(name, f"{path} cannot be read: {error}") from None
-    if not text or len(text) > 4096 or not text.isprintable() or any(c.isspace() for c in text):
+    if not text or len(text) > 4096 or not (text.isascii() and text.isprintable()) \
+            or any(c.isspace() for c in text):  # fmt: skip
         raise InvalidInput(name, f"{path} must hold one token on one line (as `backtrail "
                            "token add --out` writes it)")  # fmt: skip
     return text

@@ -10,7 +10,9 @@ at a checkpoint or ends with the process, and the next process resumes it.
 
 Modules: ``framing`` (frames and their errors), ``schema`` (field validation),
 ``dispatch`` (message types to service calls), ``export`` (protocol shapes and paging),
-``server`` (the session loop), ``codes`` (frozen error codes), ``logs`` (log file).
+``server`` (the session loop), ``codes`` (frozen error codes), ``logs`` (log file), and
+``forward`` (with ``server_url`` set: no ledger, the messages go to a Backtrail server;
+PROTOCOL.md section 9).
 
 Settings: everything in :class:`backtrail.config.Config` (``BACKTRAIL_HOME`` chooses
 the data directory, ``BACKTRAIL_MAX_REQUEST_BYTES`` the per-message cap), plus
@@ -159,7 +161,7 @@ def _forward(stdin: IO[bytes], stdout: IO[bytes], config: Config) -> int:
     failure = None
     try:
         device = DeviceLink(config)
-    except (BacktrailError, OSError) as error:
+    except Exception as error:  # bad token file, unreadable outbox...: say why to every request
         reason = error.message if isinstance(error, BacktrailError) else str(error)
         failure = (f"this computer cannot forward to the Backtrail server {config.server_url}: "
                    f"{reason}")  # fmt: skip

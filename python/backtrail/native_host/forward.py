@@ -19,7 +19,7 @@ from typing import Any
 
 from backtrail import __version__
 from backtrail.errors import BacktrailError
-from backtrail.native_host.codes import Code, HostError
+from backtrail.native_host.codes import Code, HostError, error_for
 from backtrail.native_host.dispatch import (
     BATCHED_TYPES,
     MESSAGE_TYPES,
@@ -29,6 +29,7 @@ from backtrail.native_host.dispatch import (
 )
 from backtrail.native_host.framing import MAX_RESPONSE_BYTES, Inbound
 from backtrail.native_host.schema import Fields
+from backtrail.service.server_link import ServerUnavailable
 
 __all__ = ["FORWARDED_CAPABILITIES", "OUTBOX_TYPES", "ForwardingDispatcher"]
 
@@ -111,19 +112,29 @@ class ForwardingDispatcher:
         if kept:
             try:
                 got = self.device.deliver(self.hello, [r for _, r in kept])
-            except BacktrailError as error:  # the outbox itself failed: nothing was kept
-                logger.error("the outbox could not keep %d message(s): %s", len(kept), error)
-                got = {}
-            for index, request in kept:
-                answers[index] = got.get(request["id"]) or self._busy(request["id"], kept=True)
+            except Exception as exc:  # the outbox itself failed: nothing may count as kept
+                logger.error("the outbox could not keep %d message(s)", len(kept), exc_info=exc)
+                reason = exc.message if isinstance(exc, BacktrailError) else type(exc).__name__
+                error = HostError(Code.BUSY, f"the host could not keep the message on this "
+                                  f"computer ({reason}); it is not stored yet",
+                                  retry_after_ms=_RETRY_MS["unreachable"])  # fmt: skip
+                for index, request in kept:
+                    answers[index] = response(request["id"], error=error)
+            else:
+                for index, request in kept:
+                    answers[index] = got.get(request["id"]) or self._busy(request["id"], kept=True)
         if live:
             try:
                 responses = self.device.request(self.hello, [r for _, r in live])
-            except BacktrailError:
+            except ServerUnavailable:
                 for index, request in live:
                     answers[index] = (self._local_status(request["id"])
                                       if request.get("type") == "status"
                                       else self._busy(request["id"], kept=False))  # fmt: skip
+                return
+            except Exception as exc:  # a bug: say so, keep serving
+                for index, request in live:
+                    answers[index] = response(request["id"], error=error_for(exc, "forwarding"))
                 return
             for (index, request), answer in zip(live, responses, strict=True):
                 if request.get("type") == "status" and answer.get("ok"):

@@ -175,6 +175,7 @@ class Outbox:
         chosen = [(i,) for i in ids]
         if chosen:
             with self._lock, self._db:
+                self._db.execute("BEGIN IMMEDIATE")
                 self._db.executemany("DELETE FROM messages WHERE id = ?", chosen)
 
     def holds(self, ident: str) -> bool:
