@@ -41,7 +41,7 @@ venv: $(VENV)/.ready
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q "maturin>=1.16,<2" "pytest>=8" "ruff>=0.6" "mypy>=1.10" "hypothesis>=6" numpy tokenizers onnxruntime "psycopg[binary]>=3.1"
+	$(BIN)/pip install -q "maturin>=1.16,<2" "pytest>=8" "ruff>=0.6" "mypy>=1.10" "hypothesis>=6" numpy tokenizers onnxruntime "psycopg[binary]>=3.2"
 	touch $@
 
 wheel: venv

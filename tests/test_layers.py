@@ -32,8 +32,11 @@ ALLOWED: dict[str, set[str]] = {
     },
     "backtrail.mcp_server": {"backtrail.config", "backtrail.service"},
     "backtrail.native_host": {"backtrail.config", "backtrail.service"},
-    # The command line also starts the MCP front end (`backtrail mcp`, `make run`).
-    "backtrail.cli": {"backtrail.config", "backtrail.service", "backtrail.mcp_server"},
+    # The command line also starts the MCP front end (`backtrail mcp`, `make run`), with
+    # the native host's dispatcher serving devices at POST /host beside it.
+    "backtrail.cli": {
+        "backtrail.config", "backtrail.service", "backtrail.mcp_server", "backtrail.native_host",
+    },
 }  # fmt: skip
 """Each part of the package, and what it may import besides itself and SHARED."""
 

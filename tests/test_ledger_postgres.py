@@ -72,14 +72,14 @@ def test_ledger_url_comes_from_the_environment_and_must_be_postgresql(tmp_path: 
 # ------------------------------------------------------------------------ schema
 
 
-def test_a_new_database_gets_schema_6_and_a_newer_schema_is_refused(
+def test_a_new_database_gets_schema_7_and_a_newer_schema_is_refused(
     postgres_server: PostgresServer, postgres_database: str
 ) -> None:
     import psycopg
 
     with Ledger(postgres_database) as ledger:
         stats = ledger.stats()
-        assert stats.schema_version == SCHEMA_VERSION == 6
+        assert stats.schema_version == SCHEMA_VERSION == 7
         assert stats.path == postgres_database and stats.wal_bytes == 0
     with Ledger(postgres_database) as again:  # opening a current ledger migrates nothing
         assert again.stats().schema_version == SCHEMA_VERSION

@@ -338,7 +338,7 @@ def test_upgrading_a_v1_database_keeps_data_and_backfills_the_change_feed(
     path = data_home / LEDGER_FILENAME
     build_v1_database(path)
     with Ledger(path, clock=clock) as ledger:
-        assert ledger.stats().schema_version == SCHEMA_VERSION == 6
+        assert ledger.stats().schema_version == SCHEMA_VERSION == 7
         page = ledger.get_page("https://old.example/a", with_text=True)
         assert (page.title, page.text, page.visit_count, page.dwell_ms) == (
             "Old page", "old text", 2, 1500,
@@ -366,6 +366,8 @@ def test_upgrading_to_schema_5_names_the_assistants_of_notes_saved_over_mcp(
     raw = sqlite3.connect(path)
     raw.execute("ALTER TABLE notes DROP COLUMN author")
     raw.execute("ALTER TABLE page_versions DROP COLUMN outline")
+    raw.execute("DROP TABLE tokens")
+    raw.execute("DROP TABLE deliveries")
     raw.execute("PRAGMA user_version = 4")
     raw.commit()
     raw.close()

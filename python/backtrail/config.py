@@ -212,6 +212,13 @@ class Config:
         "this often (seconds).",
         minimum=0,
     )
+    follow_poll: float = _setting(
+        5.0,
+        "A server on a PostgreSQL ledger (backtrail mcp --http) follows other nodes' commits "
+        "as PostgreSQL notifies them; without a notification it still compares its index "
+        "with the ledger this often (seconds).",
+        minimum=0.05,
+    )
     text_batch_changes: int = _setting(
         2_000, "Ledger changes applied per index commit in the text phase.", minimum=1
     )

@@ -200,6 +200,13 @@ class TabNotFound(NotFound):
 # ------------------------------------------------------------------------- conflict
 
 
+class TokenNotFound(NotFound):
+    """No active token belongs to this client or has a digest starting so."""
+
+    code = "token_not_found"
+    kind = "active token of client or digest"
+
+
 class Conflict(BacktrailError):
     """A conditional write found the stored state different from what the caller expected."""
 

@@ -5,9 +5,9 @@ Each command group has its module, named in :data:`COMMAND_MODULES` and imported
 when one of its commands runs: :mod:`.search` (search, stats), :mod:`.imports`,
 :mod:`.export`, :mod:`.forget`, :mod:`.index` (index, reindex), :mod:`.settings`
 (config), :mod:`.audit` (facts, events), :mod:`.doctor`, :mod:`.mcp` (mcp,
-claude-config) and :mod:`.install` (install, uninstall). What they share is in
-:mod:`.common`; setting up the browsers and AI clients is in :mod:`.host_manifests` and
-:mod:`.client_config`; ``make run`` is :mod:`.demo`.
+claude-config), :mod:`.tokens` (token) and :mod:`.install` (install, uninstall). What
+they share is in :mod:`.common`; setting up the browsers and AI clients is in
+:mod:`.host_manifests` and :mod:`.client_config`; ``make run`` is :mod:`.demo`.
 
 This module owns the global options (``--data-dir``, ``-v``), logging, and turning
 errors into one line on standard error with a documented exit code (see
@@ -58,6 +58,7 @@ COMMAND_MODULES: dict[str, str] = {
     "doctor": "backtrail.cli.doctor",
     "mcp": "backtrail.cli.mcp",
     "claude-config": "backtrail.cli.mcp",
+    "token": "backtrail.cli.tokens",
     "install": "backtrail.cli.install",
     "uninstall": "backtrail.cli.install",
 }

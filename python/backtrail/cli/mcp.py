@@ -8,12 +8,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["COMMANDS", "mcp_command", "claude_config_command"]
 
@@ -114,7 +111,15 @@ def mcp_command(
         data_dir=data_dir, lean=lean, transport="http" if use_http else None, host=host,
         port=port, token_file=token_file, allowed_hosts=allowed_hosts, client_id=client_id,
         preload_model=True if preload_model else None, call_log=log_calls,
+        device_endpoint=_device_endpoint,
     )  # fmt: skip
+
+
+def _device_endpoint(memory: Any, config: Any) -> Any:
+    """``POST /host`` (imported only when an HTTP server starts)."""
+    from backtrail.native_host import remote
+
+    return remote.endpoint(memory, config)
 
 
 @click.command("claude-config")

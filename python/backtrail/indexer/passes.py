@@ -69,6 +69,7 @@ from backtrail.indexer.documents import (
     page_documents,
 )
 from backtrail.indexer.extract import extract_main_text
+from backtrail.indexer.follow import Follower
 from backtrail.indexer.ids import (
     entity_doc_id,
     page_parent,
@@ -142,6 +143,8 @@ class Indexer(VectorPhase):
         self._compact_requested = False
         self._merging = threading.Event()
         self._merge_thread: threading.Thread | None = None
+        self.follower: Follower | None = None
+        """Following the PostgreSQL ledger's commits (see :meth:`follow`), or ``None``."""
 
     # ----------------------------------------------------------- lifecycle
 
@@ -251,7 +254,13 @@ class Indexer(VectorPhase):
     def _mark(self) -> Watermark:
         """The current watermark, or a rebuild from the current sequence for a fresh index."""
         mark = self.watermark()
-        return mark if mark is not None else Watermark.rebuild(self._ledger.max_change_seq())
+        return mark if mark is not None else self._rebuild_mark()
+
+    def _rebuild_mark(self) -> Watermark:
+        """The watermark of an index to be built from the ledger: it scans every entity
+        from the current change on, and has nothing forgotten left to compact."""
+        forgets = self._ledger.last_event_id("forget")
+        return replace(Watermark.rebuild(self._ledger.max_change_seq()), forgets=forgets)
 
     def _commit(self, mark: Watermark) -> Watermark:
         try:
@@ -366,7 +375,7 @@ class Indexer(VectorPhase):
                 raise IndexBusy(wait)
             self.index.rollback()
             self.index.delete_all()
-            self._commit(Watermark.rebuild(self._ledger.max_change_seq()))
+            self._commit(self._rebuild_mark())
         return self.catch_up(progress=progress, vectors=vectors)
 
     def purge(self, *, wait: float | None = None) -> bool:
@@ -376,8 +385,8 @@ class Indexer(VectorPhase):
         wait = self.config.index_lock_timeout if wait is None else wait
         with self._pass(wait) as held:
             if held:
-                self._text_pass(None)
-                self._compact()
+                if not self._text_pass(None):
+                    self._compact()
                 return True
         self._compact_requested = True
         self.schedule()
@@ -420,7 +429,12 @@ class Indexer(VectorPhase):
                 report(progress, done, budget, "extract")
         return done
 
-    def _text_pass(self, progress: Progress | None) -> None:
+    def _text_pass(self, progress: Progress | None) -> bool:
+        """Bring the text up to the ledger's newest change. When a ``forget`` happened
+        since this index last compacted (through this process or any other, on any
+        machine sharing the ledger), the index is then compacted so the forgotten words
+        leave its files; returns whether it was."""
+        forgotten = self._ledger.last_event_id("forget")  # its deletions precede it
         self._extract_pending(progress)
         mark = self._mark()
         if mark.text_scan is not None:
@@ -432,9 +446,14 @@ class Indexer(VectorPhase):
             self._checkpoint()
             changes = self._ledger.changes_since(mark.text, limit=self.config.text_batch_changes)
             if not changes:
-                return
+                break
             mark = self._apply_changes(mark, changes)
             report(progress, mark.text - start, end - start, "text")
+        if forgotten <= mark.forgets:
+            return False
+        self._compact()
+        self._commit(replace(mark, forgets=forgotten))
+        return True
 
     def _apply_changes(self, mark: Watermark, changes: Sequence[Change]) -> Watermark:
         touched = self._touch_stats_only_pages(changes)
@@ -537,11 +556,25 @@ class Indexer(VectorPhase):
                 self._thread.start()
         self._wake.set()
 
+    def follow(self) -> bool:
+        """On a PostgreSQL ledger, start following its commits: other processes' writes
+        become searchable here soon after they commit (:mod:`~backtrail.indexer.follow`).
+        False (nothing to do) on SQLite, where processes share one index."""
+        target = self.config.ledger_target
+        if not isinstance(target, str) or self._stop.is_set():
+            return False
+        if self.follower is None:
+            self.follower = Follower(self, target, poll_seconds=self.config.follow_poll)
+            self.follower.start()
+        return True
+
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the background thread and a running merge: a pass gives up at its next
         checkpoint (see the module doc). True when both ended within ``timeout``
         seconds; False when one is still inside a step (an extraction, an embedding
         piece, a commit) that cannot be interrupted."""
+        if self.follower is not None:
+            self.follower.stop(0.0)  # it ends within a poll, without touching the index
         self._stop.set()
         self._wake.set()
         self.index.stop_merging()

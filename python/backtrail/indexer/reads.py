@@ -117,6 +117,9 @@ class Watermark:
     vectors: int = 0
     text_scan: tuple[str, int] | None = None
     vector_scan: tuple[str, int] | None = None
+    forgets: int = 0
+    """The newest ``forget`` event of the audit log whose deletions this index has
+    applied and compacted away (0: none yet)."""
 
     FORMAT = 1
 
@@ -129,7 +132,8 @@ class Watermark:
     def dumps(self) -> str:
         return json.dumps(
             {"format": self.FORMAT, "text": self.text, "vectors": self.vectors,
-             "text_scan": self.text_scan, "vector_scan": self.vector_scan},
+             "text_scan": self.text_scan, "vector_scan": self.vector_scan,
+             "forgets": self.forgets},
             separators=(",", ":"),
         )  # fmt: skip
 
@@ -148,6 +152,7 @@ class Watermark:
                 vectors=_seq(data["vectors"]),
                 text_scan=_scan(data.get("text_scan")),
                 vector_scan=_scan(data.get("vector_scan")),
+                forgets=_seq(data.get("forgets", 0)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             logger.warning("the index watermark is unreadable (%s); rebuilding the index", error)

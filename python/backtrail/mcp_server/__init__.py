@@ -14,7 +14,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from backtrail.config import Config
     from backtrail.mcp_server.calllog import CallLog
     from backtrail.mcp_server.holder import MemoryHolder
+    from backtrail.service import Memory
+
+DeviceEndpoint = Callable[[Callable[[], "Memory"], "Config"], Any]
+"""Builds the ASGI app of ``POST /host`` from the server's memory and settings."""
 
 __all__ = ["main", "serve", "serve_settings", "build_server", "McpSettings"]
 
@@ -42,15 +47,21 @@ _LOG_FORMAT = "backtrail %(levelname)s %(name)s: %(message)s"
 
 
 def main(
-    *, data_dir: str | os.PathLike[str] | None = None, lean: bool = False, **overrides: Any
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    lean: bool = False,
+    device_endpoint: DeviceEndpoint | None = None,
+    **overrides: Any,
 ) -> None:
     """``backtrail mcp`` and ``python -m backtrail.mcp_server``: settings from the
     environment and ``overrides`` (those not ``None``), logs on stderr, then serve until
     the client leaves. A setting or token problem is one line on stderr and exit
-    status 2; a PostgreSQL ledger that cannot be reached, one line and status 1."""
+    status 2; a PostgreSQL ledger that cannot be reached, one line and status 1.
+    ``device_endpoint(memory, config)`` builds the ASGI app of ``POST /host`` (devices'
+    native hosts) beside ``/mcp``."""
     from backtrail.config import Config
     from backtrail.errors import BacktrailError
-    from backtrail.mcp_server.http import AuthSetupError, load_tokens
+    from backtrail.mcp_server.http import AuthSetupError, NoTokens, load_tokens
     from backtrail.mcp_server.settings import config_overrides
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format=_LOG_FORMAT)
@@ -58,13 +69,16 @@ def main(
     try:
         settings = McpSettings.from_env(**overrides)
         if settings.transport == "http":
-            load_tokens(settings, "check")  # fail closed, before anything is opened
+            try:
+                load_tokens(settings, "check")  # fail closed, before anything is opened
+            except NoTokens:
+                pass  # unless the ledger holds tokens: checked once it is reachable
         changes = config_overrides()
         if lean:
             changes["embeddings"] = False
         config = Config.load(data_dir, overrides=changes)
         _require_ledger(config)
-        serve_settings(config, settings)
+        serve_settings(config, settings, device_endpoint=device_endpoint)
     except (AuthSetupError, ValueError) as error:
         _fail(str(error))
     except BacktrailError as error:
@@ -127,10 +141,11 @@ def serve_settings(
     settings: McpSettings,
     *,
     on_listening: Callable[[str], None] | None = None,
+    device_endpoint: DeviceEndpoint | None = None,
 ) -> None:
     """:func:`serve` with the settings already gathered."""
     if settings.transport == "http":
-        _serve_http(config, settings, on_listening)
+        _serve_http(config, settings, on_listening, device_endpoint)
     else:
         _serve_stdio(config, settings)
 
@@ -250,18 +265,62 @@ def _open_soon(holder: MemoryHolder, *, preload_model: bool) -> None:
 
 
 def _serve_http(
-    config: Config, settings: McpSettings, on_listening: Callable[[str], None] | None
+    config: Config,
+    settings: McpSettings,
+    on_listening: Callable[[str], None] | None,
+    device_endpoint: DeviceEndpoint | None = None,
 ) -> None:
-    from backtrail.mcp_server.http import build_http_app, load_tokens, serve_http
+    """Serve ``/mcp`` (and ``/host``) until interrupted. Tokens: the environment's and
+    the token file's, and the ledger's, checked on every request. On a PostgreSQL
+    ledger the index follows other nodes' commits as they happen."""
+    from backtrail.mcp_server.http import NoTokens, build_http_app, load_tokens, serve_http
+    from backtrail.service import TokenVerifier
 
-    load_tokens(settings, "check")  # fail closed before opening anything
+    try:
+        load_tokens(settings, "check")  # fail closed before opening anything
+    except NoTokens:
+        if not config.ledger_url and not config.ledger_path.exists():
+            raise  # no ledger yet, so no tokens in it
+        with _verifier(config) as verifier:
+            if verifier.active_count() == 0:
+                raise
     holder = _holder(config, settings)
     server = _build(holder, settings, _call_log(settings))
-    app = build_http_app(server, settings, settings.client_id or "mcp-http")
-    holder.get()
-    if settings.preload_model:
-        _preload(holder)
+    verifier = TokenVerifier(config)
     try:
+        device_app = device_endpoint(holder.get, config) if device_endpoint else None
+        app = build_http_app(server, settings, settings.client_id or "mcp-http",
+                             verify=_entry_of(verifier), device_app=device_app)  # fmt: skip
+        memory = holder.get()
+        if memory.follow_changes():
+            logger.info("following the ledger's changes as other nodes commit them")
+        if settings.preload_model:
+            _preload(holder)
         serve_http(app, settings, on_listening)
     finally:
         holder.close()
+        verifier.close()
+
+
+@contextmanager
+def _verifier(config: Config) -> Iterator[Any]:
+    from backtrail.service import TokenVerifier
+
+    verifier = TokenVerifier(config)
+    try:
+        yield verifier
+    finally:
+        verifier.close()
+
+
+def _entry_of(verifier: Any) -> Callable[[str], Any]:
+    """The gate's view of a ledger token: assigned identity, the token's scope."""
+    from backtrail.mcp_server.http import TokenEntry
+
+    def verify(presented: str) -> TokenEntry | None:
+        record = verifier.verify(presented)
+        if record is None:
+            return None
+        return TokenEntry(bytes.fromhex(record.digest), record.client_id, record.scope, True)
+
+    return verify

@@ -1,11 +1,15 @@
 """Streamable HTTP: one long-running server for any number of clients, fail-closed.
 
-- **Bearer tokens.** The server refuses to start without a token (``MCP_AUTH_TOKEN``)
-  or a token file: :class:`AuthSetupError`, which the command turns into a message on
-  stderr and exit status 2. Every request must carry ``Authorization: Bearer <token>``;
-  tokens are compared as SHA-256 digests with :func:`hmac.compare_digest` against every
-  known token (no early exit). A request without a valid token gets ``401`` with
-  ``WWW-Authenticate: Bearer`` and a JSON-RPC error body, before its body is read.
+- **Bearer tokens.** The server refuses to start without a token: ``MCP_AUTH_TOKEN``, a
+  token file, or tokens kept in the ledger (``backtrail token add``); without any it
+  raises :class:`AuthSetupError`, which the command turns into a message on stderr and
+  exit status 2. Every request must carry ``Authorization: Bearer <token>``; the
+  environment's and the file's tokens are compared as SHA-256 digests with
+  :func:`hmac.compare_digest` against every known token (no early exit), and any other
+  token is looked up in the ledger on each request (by its digest), so a token added or
+  revoked with ``backtrail token`` counts at once, on every server of that ledger. A
+  request without a valid token gets ``401`` with ``WWW-Authenticate: Bearer`` and a JSON
+  error body, before its body is read; when the ledger cannot be asked, ``503``.
 - **Token file.** JSON mapping each token to a client id and a scope::
 
       {"tokens": [
@@ -17,6 +21,9 @@
   client id whatever ``client_id`` argument a tool call carries, and ``read`` tokens
   cannot call tools that change anything. With the single ``MCP_AUTH_TOKEN`` the
   ``client_id`` argument is honoured as in mcp-memory-bridge (self-reported).
+- **Paths and scopes.** ``/mcp`` takes ``read`` and ``write`` tokens; ``/host`` (when the
+  command serves it: a device's native host forwarding the browser's records) takes only
+  ``device`` tokens. Any other pairing is ``403``.
 - **Host allow-list.** Against DNS rebinding, the ``Host`` header must name
   ``127.0.0.1``, ``localhost`` or ``[::1]`` (any port) or one of the allowed hosts, in
   any case; otherwise ``421``. The SDK's own Origin check runs behind it with the same
@@ -53,14 +60,17 @@ from backtrail.mcp_server.settings import McpSettings
 from backtrail.mcp_server.stdio import too_deep
 
 __all__ = [
-    "AuthSetupError", "TokenEntry", "TokenTable", "HostAllowList", "BearerGate", "load_tokens",
-    "build_http_app", "serve_http", "MIN_TOKEN_CHARS", "HTTP_PATH",
+    "AuthSetupError", "NoTokens", "TokenEntry", "TokenTable", "HostAllowList", "BearerGate",
+    "load_tokens", "build_http_app", "serve_http", "MIN_TOKEN_CHARS", "HTTP_PATH",
+    "DEVICE_PATH", "Verifier",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
 MIN_TOKEN_CHARS = 16
 HTTP_PATH = "/mcp"
+DEVICE_PATH = "/host"
+"""Where devices' native hosts post the browser's messages (device tokens only)."""
 HEADER_TIMEOUT = 10.0
 """Seconds a connection has to send a request's headers."""
 KEEP_ALIVE = 5
@@ -74,6 +84,10 @@ _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 
 class AuthSetupError(Exception):
     """The HTTP server cannot start safely; the message says what to do."""
+
+
+class NoTokens(AuthSetupError):
+    """Neither ``MCP_AUTH_TOKEN`` nor a token file is set (the ledger may hold tokens)."""
 
 
 @dataclass(frozen=True)
@@ -95,11 +109,16 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
 
 
-class TokenTable:
-    """The tokens this server accepts."""
+Verifier = Callable[[str], "TokenEntry | None"]
+"""Looks a presented token up elsewhere (the ledger); blocking, called on a worker thread."""
 
-    def __init__(self, entries: Sequence[TokenEntry]) -> None:
-        if not entries:
+
+class TokenTable:
+    """The tokens this server accepts from its environment and token file (empty when
+    it accepts only the ledger's)."""
+
+    def __init__(self, entries: Sequence[TokenEntry], *, allow_empty: bool = False) -> None:
+        if not entries and not allow_empty:
             raise AuthSetupError("no tokens: refusing to serve HTTP without authentication")
         digests = [e.digest for e in entries]
         if len(set(digests)) != len(digests):
@@ -189,8 +208,11 @@ def _warn_if_readable(path: Path) -> None:
         )  # fmt: skip
 
 
-def load_tokens(settings: McpSettings, default_client: str) -> TokenTable:
-    """The tokens from the settings, or :class:`AuthSetupError` when there are none."""
+def load_tokens(
+    settings: McpSettings, default_client: str, *, ledger_tokens: bool = False
+) -> TokenTable:
+    """The tokens from the settings; when there are none, an empty table if the ledger
+    holds tokens (``ledger_tokens``), else :class:`NoTokens`."""
     if settings.token_file is not None:
         table = TokenTable.from_file(settings.token_file)
         if settings.auth_token:
@@ -199,10 +221,13 @@ def load_tokens(settings: McpSettings, default_client: str) -> TokenTable:
         return table
     if settings.auth_token:
         return TokenTable.single(settings.auth_token, default_client)
-    raise AuthSetupError(
+    if ledger_tokens:
+        return TokenTable([], allow_empty=True)
+    raise NoTokens(
         "refusing to serve MCP over HTTP without authentication: set MCP_AUTH_TOKEN (or "
         f"BACKTRAIL_MCP_AUTH_TOKEN) to a secret of at least {MIN_TOKEN_CHARS} characters, "
-        "or give --token-file. Clients then send 'Authorization: Bearer <token>'."
+        "give --token-file, or make a token with `backtrail token add CLIENT_ID --scope "
+        "write`. Clients then send 'Authorization: Bearer <token>'."
     )
 
 
@@ -281,17 +306,21 @@ async def _respond(send: Any, status: int, body: bytes, headers: list[tuple[byte
 
 
 class BearerGate:
-    """ASGI middleware in front of the whole app: Host check, then the bearer token,
-    then the caller's identity into ``scope['user']`` (for the SDK's session binding
-    and for the tools, through the SDK's auth context)."""
+    """ASGI middleware in front of the whole app: Host check, then the bearer token (the
+    table's, else ``verify``'s: the ledger's), then the token's scope against the path,
+    then the caller's identity into ``scope['user']`` (for the SDK's session binding and
+    for the tools, through the SDK's auth context) and ``scope['backtrail.client']``."""
 
-    def __init__(self, app: Any, tokens: TokenTable, hosts: HostAllowList) -> None:
+    def __init__(
+        self, app: Any, tokens: TokenTable, hosts: HostAllowList, verify: Verifier | None = None
+    ) -> None:
         from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 
         self.app = app
         self.inner = AuthContextMiddleware(app)
         self.tokens = tokens
         self.hosts = hosts
+        self.verify = verify
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -306,11 +335,29 @@ class BearerGate:
             logger.warning("refused a request for Host %r (not in the allow-list)", host)
             await _respond(send, 421, b"Invalid Host header", [(b"content-type", b"text/plain")])
             return
+        device_path = scope.get("path", "").rstrip("/") == DEVICE_PATH
         authorization = _header(scope, b"authorization") or ""
         scheme, _, presented = authorization.partition(" ")
-        entry = self.tokens.lookup(presented.strip()) if scheme.lower() == "bearer" else None
+        try:
+            entry = await self._lookup(presented.strip()) if scheme.lower() == "bearer" else None
+        except Exception as error:  # the ledger is unreachable: not the token's fault
+            logger.warning("could not check a token against the ledger: %s", error)
+            await _refuse(send, 503, "the server cannot check tokens right now (its ledger "
+                          "does not answer); retry later", device_path)  # fmt: skip
+            return
         if entry is None:
-            await self._unauthorized(send, bool(authorization))
+            await self._unauthorized(send, bool(authorization), device_path)
+            return
+        if device_path != (entry.scope == "device"):
+            message = (
+                f"{DEVICE_PATH} takes only device tokens; this token's scope is {entry.scope}"
+                if device_path else
+                f"this token's scope is device: it may only POST {DEVICE_PATH} (captures "
+                "and the popup's search), not call MCP tools"
+            )  # fmt: skip
+            logger.warning("refused %s's request for %s: scope %s", entry.client_id,
+                           scope.get("path"), entry.scope)  # fmt: skip
+            await _refuse(send, 403, message, device_path)
             return
         from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
         from mcp.server.auth.provider import AccessToken
@@ -325,32 +372,54 @@ class BearerGate:
             for key, value in scope.get("headers", ())
         ]  # host names are case-insensitive; the SDK's check behind this one is not
         scope = {**scope, "headers": headers, "user": AuthenticatedUser(token),
-                 "auth": AuthCredentials([entry.scope])}  # fmt: skip
+                 "auth": AuthCredentials([entry.scope]), "backtrail.client": entry.client_id,
+                 "backtrail.scope": entry.scope}  # fmt: skip
         await self.inner(scope, receive, send)
 
-    async def _unauthorized(self, send: Any, presented: bool) -> None:
+    async def _lookup(self, presented: str) -> TokenEntry | None:
+        entry = self.tokens.lookup(presented)
+        if entry is not None or self.verify is None or not presented:
+            return entry
+        import anyio
+
+        return await anyio.to_thread.run_sync(self.verify, presented)
+
+    async def _unauthorized(self, send: Any, presented: bool, device_path: bool) -> None:
         message = (
             "invalid bearer token" if presented
             else "authentication required: send 'Authorization: Bearer <token>'"
         )  # fmt: skip
         logger.warning("refused an HTTP request: %s", message)
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
-        ).encode()
         challenge = b'Bearer error="invalid_token"' if presented else b"Bearer"
-        await _respond(send, 401, body, [
-            (b"content-type", b"application/json"), (b"www-authenticate", challenge),
-        ])  # fmt: skip
+        await _refuse(send, 401, message, device_path, [(b"www-authenticate", challenge)])
+
+
+async def _refuse(
+    send: Any, status: int, message: str, device_path: bool,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:  # fmt: skip
+    """A JSON refusal: a JSON-RPC error for ``/mcp``, ``{"error": {"status",
+    "message"}}`` for ``/host``."""
+    payload: dict[str, Any] = (
+        {"error": {"status": status, "message": message}} if device_path
+        else {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
+    )  # fmt: skip
+    await _respond(send, status, json.dumps(payload).encode(),
+                   [(b"content-type", b"application/json"), *headers])  # fmt: skip
 
 
 # --------------------------------------------------------------------- server
 
 
-def build_http_app(server: Any, settings: McpSettings, default_client: str) -> BearerGate:
+def build_http_app(
+    server: Any, settings: McpSettings, default_client: str, *, verify: Verifier | None = None,
+    device_app: Any = None,
+) -> BearerGate:  # fmt: skip
     """The ASGI app: streamable HTTP at ``/mcp`` (SSE or plain JSON, as the client's
-    ``Accept`` header asks) behind :class:`BearerGate`. Raises :class:`AuthSetupError`
-    before building anything when auth is missing."""
-    tokens = load_tokens(settings, default_client)
+    ``Accept`` header asks) and, given ``device_app``, that app at ``/host``, behind
+    :class:`BearerGate`, which also asks ``verify`` about tokens it does not know. Raises
+    :class:`AuthSetupError` before building anything when auth is missing."""
+    tokens = load_tokens(settings, default_client, ledger_tokens=verify is not None)
     hosts = HostAllowList(settings.allowed_hosts)
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
@@ -365,22 +434,28 @@ def build_http_app(server: Any, settings: McpSettings, default_client: str) -> B
                                      security_settings=security)
         for json_only in (False, True)
     )  # fmt: skip
-    return BearerGate(_ByAccept(streaming, plain), tokens, hosts)
+    return BearerGate(_ByAccept(streaming, plain, device_app), tokens, hosts, verify)
 
 
 class _ByAccept:
     """``/mcp`` served by the SSE session manager, or by the JSON-response one for a
-    request that does not accept ``text/event-stream``; both run for the app's lifespan."""
+    request that does not accept ``text/event-stream``; both run for the app's lifespan.
+    ``/host`` goes to ``device_app`` when there is one."""
 
-    def __init__(self, streaming: Any, plain: Any) -> None:
+    def __init__(self, streaming: Any, plain: Any, device_app: Any = None) -> None:
         self.streaming = streaming
         self.plain = plain
+        self.device_app = device_app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
-        if scope.get("path", "").rstrip("/") != HTTP_PATH:
+        path = scope.get("path", "").rstrip("/")
+        if path == DEVICE_PATH and self.device_app is not None:
+            await self.device_app(scope, receive, send)
+            return
+        if path != HTTP_PATH:
             await _respond(send, 404, b"Not Found", [(b"content-type", b"text/plain")])
             return
         accept = (_header(scope, b"accept") or "").lower()

@@ -4,7 +4,8 @@
 reading and the user's own records (:mod:`.items`), shared facts (:mod:`.facts`),
 forgetting, indexing and statistics, on top of the ledger and the indexer
 (:mod:`.base`). Beside it, built on its API: what the browser sends
-(:mod:`.browser_sync`, from :meth:`Memory.browser`), browser actions assistants propose
+(:mod:`.browser_sync`, from :meth:`Memory.browser`; a device's, sent to a server:
+:mod:`.devices`), tokens for servers (:mod:`.tokens`), browser actions assistants propose
 (:mod:`.actions`, :attr:`Memory.actions`), insights over the memory (:mod:`.insights`),
 the summary chain (:mod:`.summaries`), importing browser history (:mod:`.importing`),
 export (:mod:`.export`) and health checks (:mod:`.health`); for a device that forwards
@@ -56,7 +57,9 @@ _LAZY = {
     "ActionQueue": "actions", "NoActiveTab": "actions", "BrowserSync": "browser_sync",
     "CaptureOutcome": "browser_sync", "HistoryVisit": "browser_sync",
     "VisitRecord": "browser_sync", "EXPORT_KINDS": "browser_sync", "Sampler": "summaries",
-    "SummaryChain": "summaries",
+    "SummaryChain": "summaries", "DeviceSync": "devices", "NewToken": "tokens",
+    "TokenRecord": "tokens", "TokenVerifier": "tokens", "TOKEN_SCOPES": "tokens",
+    "token_digest": "tokens",
 }  # fmt: skip
 """Names of the parts beside ``Memory``, imported on first use: a front end loads only
 the parts it calls (``from backtrail.service import insights`` imports that module)."""
@@ -96,7 +99,15 @@ if TYPE_CHECKING:
         HistoryVisit,
         VisitRecord,
     )
+    from backtrail.service.devices import DeviceSync
     from backtrail.service.summaries import Sampler, SummaryChain
+    from backtrail.service.tokens import (
+        TOKEN_SCOPES,
+        NewToken,
+        TokenRecord,
+        TokenVerifier,
+        token_digest,
+    )
 
 __all__ = [
     "Memory", "actions", "export", "health", "importing", "insights", "outbox", "present",
@@ -107,5 +118,6 @@ __all__ = [
     "Bookmark", "BookmarkInput", "CaptureReceipt", "CaptureSettings", "Event", "Fact",
     "ForgetReport", "Highlight", "ImportResult", "IndexLag", "MemoryStats", "Note", "Origin",
     "Page", "PageText", "SearchPage", "SearchResult", "Stats", "SyncResult", "Tab", "TabInput",
-    "TimelineEntry", "Visit", "VisitInfo", "VisitInput", "VisitResult",
+    "TimelineEntry", "Visit", "VisitInfo", "VisitInput", "VisitResult", "DeviceSync",
+    "NewToken", "TokenRecord", "TokenVerifier", "TOKEN_SCOPES", "token_digest",
 ]  # fmt: skip

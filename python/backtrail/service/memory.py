@@ -43,19 +43,21 @@ from backtrail.service.capture import CaptureOps
 from backtrail.service.facts import FactOps
 from backtrail.service.items import ItemOps
 from backtrail.service.search import SearchOps
+from backtrail.service.tokens import TokenOps
 from backtrail.service.types import Event, ForgetReport, MemoryStats
 from backtrail.store import Ledger, checks
 
 if TYPE_CHECKING:
     from backtrail.service.actions import ActionQueue
     from backtrail.service.browser_sync import BrowserSync
+    from backtrail.service.devices import DeviceSync
 
 __all__ = ["Memory"]
 
 logger = logging.getLogger(__name__)
 
 
-class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
+class Memory(CaptureOps, SearchOps, ItemOps, FactOps, TokenOps):
     """Backtrail's service API. ``Memory(config, client="mcp:claude")``; use as a
     context manager or call :meth:`close`. With ``background_indexing`` (the default)
     a daemon thread indexes after writes; otherwise call :meth:`catch_up`."""
@@ -81,6 +83,22 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
         from backtrail.service.browser_sync import BrowserSync
 
         return BrowserSync(self, self._ledger, profile)
+
+    def device(self, client: str, profile: str = "default") -> DeviceSync:
+        """What a device's browser profile sends to a server, attributed to ``client``
+        (its token's) and delivered exactly once (see :mod:`.devices`)."""
+        from backtrail.service.devices import DeviceSync
+
+        return DeviceSync(self, self._ledger, client, profile)
+
+    def prune_deliveries(self, *, older_than_days: int | None = None) -> int:
+        """Forget devices' deliveries older than ``older_than_days`` (default
+        :data:`~backtrail.service.devices.DELIVERY_RETENTION_DAYS`); returns how many."""
+        from backtrail.service.devices import DELIVERY_RETENTION_DAYS
+
+        days = DELIVERY_RETENTION_DAYS if older_than_days is None else older_than_days
+        days = checks.integer(days, "older_than_days", minimum=0)
+        return self._ledger.prune_deliveries(max(0, self._now() - days * 86_400))
 
     @property
     def actions(self) -> ActionQueue:
@@ -149,6 +167,13 @@ class Memory(CaptureOps, SearchOps, ItemOps, FactOps):
         return self._indexer.catch_up(
             vectors=vectors and self.config.embeddings, progress=_progress(progress)
         )
+
+    def follow_changes(self) -> bool:
+        """On a PostgreSQL ledger, keep this memory's own index following what other
+        processes commit (notified by PostgreSQL, polled every ``follow_poll`` seconds
+        as a fallback) until :meth:`close`: for server nodes, each with an index of its
+        own. False on SQLite, where every process shares the data directory's index."""
+        return self._indexer.follow()
 
     def reindex(self, *, progress: Progress | None = None) -> IndexLag:
         """Rebuild the whole index from the ledger."""

@@ -6,13 +6,15 @@ returns and the :class:`Limits` it enforces live in :mod:`backtrail.store.models
 
 Module map: ``core`` (connection, transactions, events, change feed), ``pages`` (pages,
 versions, visits), ``items`` (highlights, notes, bookmarks), ``tabs``, ``facts``,
-``actions`` (browser actions proposed by assistants), ``forget``, ``schema`` (DDL and
+``actions`` (browser actions proposed by assistants), ``forget``, ``access`` (tokens
+and devices' deliveries), ``schema`` (DDL and
 migrations; ``schema_pg`` on PostgreSQL), ``postgres`` (the PostgreSQL connection),
 ``versioning`` (when a capture is a new version), ``checks`` (input
 validation), ``paths`` (data directory), ``ledger`` (the class that puts them together,
 plus settings, stats and change-feed reads).
 """
 
+from backtrail.store.access import TOKEN_SCOPES, TokenRecord
 from backtrail.store.actions import ACTION_TYPES, Action, ActionNotFound
 from backtrail.store.ledger import Ledger
 from backtrail.store.models import (
@@ -51,6 +53,8 @@ __all__ = [
     "HOME_ENV",
     "LEDGER_FILENAME",
     "SCHEMA_VERSION",
+    "TOKEN_SCOPES",
+    "TokenRecord",
     "UNSET",
     "Bookmark",
     "BookmarkInput",

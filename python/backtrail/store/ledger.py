@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from backtrail.store import checks
+from backtrail.store.access import AccessMixin
 from backtrail.store.actions import ActionsMixin
 from backtrail.store.facts import FactsMixin
 from backtrail.store.forget import ForgetMixin
@@ -26,9 +27,12 @@ _COUNTED_TABLES = (
 _MISSING = object()
 
 
-class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, ForgetMixin):
+class Ledger(
+    PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, ForgetMixin, AccessMixin
+):
     """The ledger: pages and versions, visits, bookmarks, highlights, notes, open
-    tabs, facts, browser actions, settings, the audit log and the change feed.
+    tabs, facts, browser actions, settings, tokens and deliveries, the audit log and the
+    change feed.
 
     ``Ledger(path, client=..., busy_timeout_ms=10_000, limits=Limits(), clock=time.time,
     log_reads=False, synchronous="full")`` opens (creating and migrating as needed) the
@@ -113,6 +117,14 @@ class Ledger(PagesMixin, ItemsMixin, TabsMixin, FactsMixin, ActionsMixin, Forget
         """The newest change's sequence number, 0 when there is none."""
         with self._read() as conn:
             row = conn.execute("SELECT MAX(seq) FROM changes").fetchone()
+        return int(row[0] or 0)
+
+    def last_event_id(self, action: str) -> int:
+        """The id of the newest audit event with this ``action``, 0 when there is none
+        (indexes compare it with the last ``forget`` they compacted away)."""
+        name = checks.label(action, "action", self._limits.max_label_chars)
+        with self._read() as conn:
+            row = conn.execute("SELECT MAX(id) FROM events WHERE action = ?", (name,)).fetchone()
         return int(row[0] or 0)
 
     def prune_changes(self, upto_seq: int) -> int:

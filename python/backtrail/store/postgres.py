@@ -26,9 +26,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from backtrail.errors import StoreBusy, StoreError
-from backtrail.store.schema_pg import WRITE_LOCK
+from backtrail.store.schema_pg import CHANGES_CHANNEL, WRITE_LOCK
 
-__all__ = ["PgConnection", "is_postgres_url", "probe", "redact"]
+__all__ = ["ChangeListener", "PgConnection", "is_postgres_url", "probe", "redact"]
 
 _SCHEMES = ("postgresql", "postgres")
 # A ``?`` placeholder outside string literals and quoted names; ``%`` is doubled for psycopg.
@@ -214,3 +214,57 @@ def probe(url: str, timeout_s: int = 5) -> tuple[str, int]:
         raise translate(error, timeout_s * 1000) from error
     finally:
         conn.close()
+
+
+class ChangeListener:
+    """A connection of its own that listens (``LISTEN``) for commits to the ledger's change feed
+    (:data:`~backtrail.store.schema_pg.CHANGES_CHANNEL`; a trigger on ``changes`` sends
+    the schema's name when a write transaction commits). Not thread-safe: one thread
+    waits on it."""
+
+    def __init__(self, url: str, connect_timeout_s: int = 10) -> None:
+        self.url = url
+        self._connect_timeout_s = connect_timeout_s
+        self._conn: Any = None
+        self._schema = ""
+
+    def _open(self) -> None:
+        import psycopg
+
+        conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self._connect_timeout_s,
+                               application_name="backtrail-follower")  # fmt: skip
+        try:
+            conn.execute(f"LISTEN {CHANGES_CHANNEL}")
+            self._schema = str(conn.execute("SELECT current_schema()").fetchone()[0])
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a commit to this ledger's change feed; True
+        when one came, or when (re)connecting: changes may have been missed meanwhile.
+        Raises ``StoreError`` when the server cannot be reached (after ``timeout``)."""
+        import psycopg
+
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            try:
+                self._open()
+            except psycopg.Error as error:
+                self._conn = None
+                raise StoreError(f"cannot listen for ledger changes at {redact(self.url)}: "
+                                 f"{_first_line(error, self.url)}") from None  # fmt: skip
+            return True
+        try:
+            # Another schema's ledger in the same database notifies too: not ours.
+            return any(note.payload == self._schema
+                       for note in self._conn.notifies(timeout=timeout, stop_after=1))
+        except psycopg.Error as error:
+            self.close()
+            raise StoreError(f"lost the change-feed listener: {_first_line(error, self.url)}"
+                             ) from None  # fmt: skip
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -19,6 +19,10 @@ Version history:
 5. ``notes.author``: the assistant that wrote a note.
 6. ``page_versions.outline``: the headings of a version's text (JSON ``[[offset, level,
    words], ...]``), so passages can break at sections and carry their heading path.
+7. ``tokens``: the bearer tokens servers accept (SHA-256 digests, each with its client,
+   scope and revocation time), and ``deliveries``: the messages a device delivered to
+   ``POST /host`` (client, message id, type and the stored response), so a resent message
+   is answered, not applied twice (see :mod:`backtrail.store.access`).
 """
 
 from __future__ import annotations
@@ -239,6 +243,30 @@ CREATE INDEX actions_status ON actions (status, id);
 CREATE INDEX actions_canonical ON actions (canonical_url);
 """
 
+# Tokens and deliveries (see backtrail.store.access). A token is kept as the hex SHA-256
+# digest of its secret; revoking sets revoked_at and keeps the row (the audit trail names
+# its client). A delivery is written in the same transaction as the message's writes.
+_SCHEMA_V7 = """
+CREATE TABLE tokens (
+    digest     TEXT    PRIMARY KEY,
+    client_id  TEXT    NOT NULL,
+    scope      TEXT    NOT NULL CHECK (scope IN ('read', 'write', 'device')),
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+CREATE INDEX tokens_client ON tokens (client_id);
+
+CREATE TABLE deliveries (
+    client_id    TEXT    NOT NULL,
+    message_id   TEXT    NOT NULL,
+    type         TEXT    NOT NULL,
+    response     TEXT    NOT NULL,
+    delivered_at INTEGER NOT NULL,
+    PRIMARY KEY (client_id, message_id)
+);
+CREATE INDEX deliveries_at ON deliveries (delivered_at);
+"""
+
 _BACKFILL_V2 = (
     ("page", "pages", ""),
     ("highlight", "highlights", ""),
@@ -299,8 +327,13 @@ def _migrate_6(conn: sqlite3.Connection, now: int) -> None:
     conn.execute("ALTER TABLE page_versions ADD COLUMN outline TEXT")
 
 
+def _migrate_7(conn: sqlite3.Connection, now: int) -> None:
+    """Tokens in the ledger, and the deliveries of devices' messages."""
+    run_script(conn, _SCHEMA_V7)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection, int], None]] = [
-    _migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5, _migrate_6,
+    _migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5, _migrate_6, _migrate_7,
 ]  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -3,7 +3,13 @@
 PostgreSQL ledgers start at schema 6 (the schema SQLite ledgers reach through
 :mod:`backtrail.store.schema`): :data:`SCHEMA_V6` creates it in one step. Later versions
 append to :data:`MIGRATIONS` (``MIGRATIONS[n]`` takes version ``BASELINE + n`` to the
-next), each frozen once released, as on SQLite. The version lives in the one-row table
+next), each frozen once released, as on SQLite:
+
+7. ``tokens`` and ``deliveries``, as on SQLite; and a statement trigger on ``changes``
+   that calls ``pg_notify`` on :data:`CHANGES_CHANNEL` with the schema's name, so every
+   write transaction that adds to the change feed notifies listeners when it commits
+   (server nodes follow the feed with ``LISTEN``; PostgreSQL sends one notification per
+   transaction however many rows it added). The version lives in the one-row table
 ``backtrail_schema``. Migrations run in one transaction under the ledger's write lock
 (an advisory lock), so concurrent openers wait, the first migrates and the others find
 the work done; DDL is transactional, so a failed migration leaves nothing changed.
@@ -23,7 +29,10 @@ from typing import Any
 
 from backtrail.errors import SchemaTooNew
 
-__all__ = ["BASELINE", "MIGRATIONS", "SCHEMA_V6", "migrate", "user_version", "WRITE_LOCK"]
+__all__ = [
+    "BASELINE", "CHANGES_CHANNEL", "MIGRATIONS", "SCHEMA_V6", "migrate", "user_version",
+    "WRITE_LOCK",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +254,46 @@ def _create_6(conn: Any, now: int) -> None:
     conn.execute(SCHEMA_V6)
 
 
-MIGRATIONS: list[Callable[[Any, int], None]] = []
+CHANGES_CHANNEL = "backtrail_changes"
+"""The ``NOTIFY`` channel of the change feed; the payload is the ledger's schema."""
+
+_SCHEMA_V7 = """
+CREATE TABLE tokens (
+    digest     TEXT COLLATE "C" PRIMARY KEY,
+    client_id  TEXT COLLATE "C" NOT NULL,
+    scope      TEXT COLLATE "C" NOT NULL CHECK (scope IN ('read', 'write', 'device')),
+    created_at BIGINT NOT NULL,
+    revoked_at BIGINT
+);
+CREATE INDEX tokens_client ON tokens (client_id);
+
+CREATE TABLE deliveries (
+    client_id    TEXT COLLATE "C" NOT NULL,
+    message_id   TEXT COLLATE "C" NOT NULL,
+    type         TEXT COLLATE "C" NOT NULL,
+    response     TEXT COLLATE "C" NOT NULL,
+    delivered_at BIGINT NOT NULL,
+    PRIMARY KEY (client_id, message_id)
+);
+CREATE INDEX deliveries_at ON deliveries (delivered_at);
+
+CREATE FUNCTION backtrail_changes_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('backtrail_changes', current_schema());
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER changes_notify AFTER INSERT ON changes
+    FOR EACH STATEMENT EXECUTE FUNCTION backtrail_changes_notify();
+"""
+
+
+def _migrate_7(conn: Any, now: int) -> None:
+    """Tokens, deliveries, and the change feed's notifications."""
+    conn.execute(_SCHEMA_V7)
+
+
+MIGRATIONS: list[Callable[[Any, int], None]] = [_migrate_7]
 """Steps after the baseline: ``MIGRATIONS[n]`` takes ``BASELINE + n`` to the next."""
 
 
