@@ -39,6 +39,7 @@ from backtrail.store.postgres import is_postgres_url, redact
 
 __all__ = [
     "Config", "Setting", "SETTINGS", "CONFIG_FILENAMES", "ENV_PREFIX", "HOME_ENV", "data_dir",
+    "read_token_file",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,21 @@ class Config:
     )
     log_reads: bool = _setting(
         False, "Also record reads (page reads, fact reads) in the audit log."
+    )
+
+    # ------------------------------------------------------------------ devices
+    server_url: str = _setting(
+        "",
+        "A Backtrail server (`backtrail mcp --http`) this computer's native host forwards "
+        "the browser's captures to, e.g. https://memory.example.com; empty keeps the memory "
+        "in this data directory. https, or http only to this machine (127.0.0.1, ::1, "
+        "localhost). Set with `backtrail install --server URL --token-file PATH`.",
+    )
+    server_token_file: Path | None = _setting(
+        None,
+        "File holding this device's token for server_url (made on the server with "
+        "`backtrail token add NAME --scope device --out FILE`); readable by you only "
+        "(chmod 600).",
     )
 
     # ------------------------------------------------------------------ limits
@@ -329,6 +345,14 @@ class Config:
                 "must be a postgresql:// URL, or empty for the SQLite file in the data "
                 f"directory; got {redact(self.ledger_url)!r:.80}",
             )
+        if self.server_url:
+            object.__setattr__(self, "server_url", _server_url(self.server_url))
+            if self.server_token_file is None:
+                raise InvalidInput(
+                    "server_token_file",
+                    "must be set when server_url is: the file holding this device's token "
+                    "(`backtrail install --server URL --token-file PATH` sets both)",
+                )
         if self.synchronous not in SYNCHRONOUS_MODES:
             raise InvalidInput(
                 "synchronous",
@@ -415,6 +439,14 @@ class Config:
     def host_lock_path(self) -> Path:
         return self.home / HOST_LOCK_FILENAME
 
+    def server_token(self) -> str:
+        """The device token in ``server_token_file``, checked: the file exists, this user
+        can read it, on POSIX nobody else can, and it holds one token. ``InvalidInput``
+        naming the fix otherwise."""
+        if self.server_token_file is None:
+            raise InvalidInput("server_token_file", "is not set; give --token-file PATH")
+        return read_token_file(self.server_token_file)
+
     def limits(self) -> Limits:
         """The ledger :class:`~backtrail.store.Limits` these settings imply."""
         return Limits(
@@ -479,6 +511,77 @@ def _check(name: str, value: Any, minimum: float | None) -> Any:
     if minimum is not None and value < minimum:
         raise InvalidInput(name, f"must be at least {minimum:g}, got {value}")
     return value
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "::1"})
+
+
+def _server_url(url: str) -> str:
+    """``url`` without a trailing slash, if it is an https URL, or http to this machine."""
+    from ipaddress import ip_address
+    from urllib.parse import urlsplit
+
+    def bad(reason: str) -> InvalidInput:
+        return InvalidInput("server_url", f"{reason}; got {url!r:.100}")
+
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as error:
+        raise bad(f"is not a URL ({error})") from None
+    if parts.scheme not in ("https", "http") or not host:
+        raise bad("must be an https:// address such as https://memory.example.com")
+    if parts.username is not None or parts.password is not None:
+        raise bad("must not hold a user name or password (the token file authenticates)")
+    if parts.query or parts.fragment:
+        raise bad("must not have a ?query or #fragment")
+    if parts.scheme == "http":
+        try:
+            loopback = ip_address(host).is_loopback
+        except ValueError:
+            loopback = host.lower() in _LOOPBACK_NAMES
+        if not loopback:
+            raise bad("must use https:// (plain http only to this machine: 127.0.0.1, "
+                      "::1 or localhost), so the token and your pages travel encrypted")
+    path = parts.path.rstrip("/")
+    if path.endswith(("/mcp", "/host")):
+        raise bad("must be the server's base address, without /mcp or /host")
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def read_token_file(path: Path) -> str:
+    """The one token held in ``path`` (surrounding whitespace ignored); ``InvalidInput``
+    saying what to do when the file is missing, unreadable, readable by others (POSIX)
+    or does not hold one token."""
+    import stat
+
+    name = "server_token_file"
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InvalidInput(name, f"{path} does not exist; make the token on the server "
+                           "(`backtrail token add NAME --scope device --out FILE`) and copy "
+                           "it here") from None  # fmt: skip
+    except OSError as error:
+        raise InvalidInput(name, f"{path} cannot be read: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise InvalidInput(name, f"{path} is not a file")
+    if os.name == "posix" and mode & 0o077:
+        raise InvalidInput(name, f"{path} can be read by other users (mode "
+                           f"{stat.S_IMODE(mode):o}); run `chmod 600 {path}`")  # fmt: skip
+    try:
+        text = path.read_bytes().decode("utf-8").strip()
+    except PermissionError:
+        raise InvalidInput(name, f"{path} cannot be read by this user; make it yours "
+                           f"(`chown $USER {path}`) with mode 600") from None  # fmt: skip
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInput(name, f"{path} cannot be read: {error}") from None
+    if not text or len(text) > 4096 or not (text.isascii() and text.isprintable()) \
+            or any(c.isspace() for c in text):  # fmt: skip
+        raise InvalidInput(name, f"{path} must hold one token on one line (as `backtrail "
+                           "token add --out` writes it)")  # fmt: skip
+    return text
 
 
 def _known(name: object, source: str) -> str:

@@ -10,6 +10,8 @@ from pathlib import Path
 import click
 
 from backtrail.cli import host_manifests as installer
+from backtrail.config import Config
+from backtrail.errors import InvalidInput
 
 BROWSER_CHOICES = [*installer.BROWSERS, "all"]
 
@@ -46,16 +48,30 @@ def _fail(error: OSError, system: bool) -> click.ClickException:
               help="Register for every user of this machine (needs administrator rights).")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Data directory the host uses (default: $BACKTRAIL_HOME, else the "
-                   "per-user data directory).")  # fmt: skip
+                   "per-user data directory).")
+@click.option("--server", metavar="URL",
+              help="Forward the browser's captures to this Backtrail server (`backtrail mcp "
+                   "--http`, https; http only to this machine) instead of keeping them here.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --server: the file holding this device's token (from `backtrail "
+                   "token add NAME --scope device --out FILE` on the server), mode 600.",
+              )  # fmt: skip
 def install_command(
     browser: str, extension_id: str, user_data_dir: Path | None, system: bool,
-    data_dir: Path | None,
+    data_dir: Path | None, server: str | None, token_file: Path | None,
 ) -> None:  # fmt: skip
     """Register the native-messaging host so the browser extension can reach Backtrail.
 
     Writes a launcher that runs this Python installation's host, and a host manifest
     (com.backtrail.host.json) where each browser looks for it; on Windows, registry
     keys point to the manifest. No network port is opened.
+
+    With --server and --token-file the host keeps no memory on this computer: it
+    forwards what the browser sends to that server, keeping it in an outbox in the data
+    directory while the server cannot be reached. Both are recorded as the settings
+    server_url and server_token_file of the data directory, and the server is asked
+    whether it accepts the token (a warning if it cannot be reached now). To keep the
+    memory here again: `backtrail config unset server_url`.
 
     \b
     Examples:
@@ -64,7 +80,9 @@ def install_command(
       backtrail install --user-data-dir ~/chromium-test-profile
       sudo backtrail install --system --browser chromium
       backtrail install --data-dir ~/notes/backtrail
+      backtrail install --server https://memory.example.com --token-file ~/.backtrail-token
     """
+    device = _device_settings(data_dir, server, token_file)
     try:
         report = installer.install(
             browser, extension_id=extension_id, user_data_dir=user_data_dir, system=system,
@@ -80,7 +98,50 @@ def install_command(
     for name in report.skipped:
         click.echo(f"Skipped {installer.BROWSER_NAMES[name]}: not found on this machine "
                    f"(use --browser {name} to register anyway)")  # fmt: skip
+    if device is not None:
+        _record_device(*device)
     click.echo("Reload the extension (or restart the browser), then check with `backtrail doctor`.")
+
+
+def _device_settings(data_dir: Path | None, server: str | None, token_file: Path | None
+                     ) -> tuple[Config, str] | None:  # fmt: skip
+    """The settings --server and --token-file make, checked before anything is written,
+    with the token; ``None`` without them."""
+    if server is None and token_file is None:
+        return None
+    if server is None or token_file is None:
+        raise click.UsageError("--server and --token-file go together")
+    changes = {"server_url": server, "server_token_file": token_file.expanduser().absolute()}
+    try:
+        config = Config.load(data_dir, overrides=changes)
+        token = config.server_token()
+    except InvalidInput as error:
+        raise click.UsageError(f"{error.field} {error.reason}") from None
+    return config, token
+
+
+def _record_device(config: Config, token: str) -> None:
+    """Write server_token_file then server_url to the data directory's config file, and
+    ask the server whether it takes the token."""
+    from backtrail.cli.settings import write_setting
+    from backtrail.errors import BacktrailError
+    from backtrail.service.server_link import ServerUnavailable, TokenRefused, probe_hello
+
+    write_setting(config.home, "server_token_file", str(config.server_token_file))
+    write_setting(config.home, "server_url", config.server_url)
+    click.echo(f"Forwarding to {config.server_url} (settings in {config.home})")
+    try:
+        result = probe_hello(config.server_url, token)
+    except TokenRefused as error:
+        click.echo(f"Warning: {error.message}", err=True)
+    except ServerUnavailable as error:
+        click.echo(f"Warning: {error.message}; the host keeps what the browser sends and "
+                   "delivers it once the server answers", err=True)  # fmt: skip
+    except BacktrailError as error:
+        click.echo(f"Warning: {error.message}", err=True)
+    else:
+        click.echo(f"The server answers and accepts this device's token (server "
+                   f"{result.get('host_version', '?')}).")  # fmt: skip
 
 
 @click.command("uninstall")

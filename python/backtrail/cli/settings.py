@@ -105,7 +105,7 @@ def config_set(app: App, name: str, value: str) -> None:
         parsed = Config.load(home, environ={f"{ENV_PREFIX}{name.upper()}": value})
     except InvalidInput as error:
         raise InvalidInput(name, error.reason) from None
-    _write_setting(home, name, jsonable(getattr(parsed, name)))
+    write_setting(home, name, jsonable(getattr(parsed, name)))
     click.echo(f"{name} = {_show(jsonable(getattr(parsed, name)))}")
     overridden = f"{ENV_PREFIX}{name.upper()}"
     if overridden in os.environ:
@@ -120,7 +120,7 @@ def config_set(app: App, name: str, value: str) -> None:
 def config_unset(app: App, name: str) -> None:
     """Remove setting NAME from the config file (back to its default)."""
     home = app.config.home
-    _write_setting(home, name, None)
+    write_setting(home, name, None)
     click.echo(f"{name} = {_show(jsonable(getattr(Config.load(home), name)))} (default)")
 
 
@@ -208,7 +208,7 @@ def _show(value: Any) -> str:
     return "(none)" if value is None else str(value)
 
 
-def _write_setting(home: Path, name: str, value: Any) -> None:
+def write_setting(home: Path, name: str, value: Any) -> None:
     """Set (or with ``None`` remove) one setting in the config file. The new settings
     are validated first, and the file is replaced atomically, so it is never invalid."""
     existing = next((home / f for f in CONFIG_FILENAMES if (home / f).is_file()), None)

@@ -10,7 +10,9 @@ at a checkpoint or ends with the process, and the next process resumes it.
 
 Modules: ``framing`` (frames and their errors), ``schema`` (field validation),
 ``dispatch`` (message types to service calls), ``export`` (protocol shapes and paging),
-``server`` (the session loop), ``codes`` (frozen error codes), ``logs`` (log file).
+``server`` (the session loop), ``codes`` (frozen error codes), ``logs`` (log file), and
+``forward`` (with ``server_url`` set: no ledger, the messages go to a Backtrail server;
+PROTOCOL.md section 9).
 
 Settings: everything in :class:`backtrail.config.Config` (``BACKTRAIL_HOME`` chooses
 the data directory, ``BACKTRAIL_MAX_REQUEST_BYTES`` the per-message cap), plus
@@ -115,6 +117,8 @@ def run(
         failure = f"Backtrail's settings are invalid: {error.message}"
     setup_logging(config.home if config is not None else None, dict(env))
     logger.info("host started (pid %d) for %s", os.getpid(), origin or "an unknown caller")
+    if config is not None and config.server_url:
+        return _forward(stdin, stdout, config)
     if config is not None:
         try:
             memory = Memory(config, client="native-host")
@@ -140,6 +144,44 @@ def run(
         # The indexing thread is inside a step that cannot be interrupted. Everything
         # acknowledged is in the ledger; the step's work ends with the process, whose
         # end also releases the pass lock, so the next host resumes it, never beside it.
+        stdout.flush()
+        os._exit(status)
+    return status
+
+
+def _forward(stdin: IO[bytes], stdout: IO[bytes], config: Config) -> int:
+    """Serve the session by forwarding to ``config.server_url`` (no ledger is opened)."""
+    from backtrail.errors import BacktrailError
+    from backtrail.native_host.forward import ForwardingDispatcher
+    from backtrail.native_host.framing import FrameReader, FrameWriter
+    from backtrail.native_host.server import serve
+    from backtrail.service.outbox import MAX_BATCH_BYTES, DeviceLink
+
+    device: DeviceLink | None = None
+    failure = None
+    try:
+        device = DeviceLink(config)
+    except Exception as error:  # bad token file, unreadable outbox...: say why to every request
+        reason = error.message if isinstance(error, BacktrailError) else str(error)
+        failure = (f"this computer cannot forward to the Backtrail server {config.server_url}: "
+                   f"{reason}")  # fmt: skip
+        logger.error("%s", failure)
+        sys.stderr.write(f"backtrail-host: {failure}\n")
+    else:
+        logger.info("forwarding to %s (%d message(s) kept from before)", config.server_url,
+                    device.outbox.count())  # fmt: skip
+        device.start()
+    # One message must fit in one POST beside its hello.
+    limit = min(max_request_bytes(config), MAX_BATCH_BYTES - 64 * 1024)
+    dispatcher = ForwardingDispatcher(device, max_request_bytes=limit, failure=failure)
+    settled = True
+    try:
+        status = serve(FrameReader(stdin, limit), FrameWriter(stdout), dispatcher)
+    finally:
+        if device is not None:
+            settled = device.close(timeout=EXIT_GRACE_SECONDS)
+        logging.shutdown()
+    if not settled:  # a delivery is still out; what it carries stays in the outbox
         stdout.flush()
         os._exit(status)
     return status

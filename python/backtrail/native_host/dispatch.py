@@ -37,7 +37,10 @@ from backtrail.service import (
 )
 from backtrail.service.actions import wire_id
 
-__all__ = ["PROTOCOL_VERSION", "MESSAGE_TYPES", "BATCHED_TYPES", "Dispatcher", "response"]
+__all__ = [
+    "PROTOCOL_VERSION", "MESSAGE_TYPES", "BATCHED_TYPES", "QUEUED_TYPES", "HOST_CAPABILITIES",
+    "Dispatcher", "Hello", "read_hello", "response",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -259,30 +262,13 @@ class Dispatcher:
 
     def _hello(self, f: Fields) -> dict[str, Any]:
         assert self.sync is not None
-        protocol = f.integer("protocol")
-        if protocol != PROTOCOL_VERSION:
-            raise HostError(
-                Code.UNSUPPORTED_PROTOCOL,
-                f"this host speaks protocol version {PROTOCOL_VERSION}, not {protocol}; "
-                "update Backtrail or the extension so both match",
-                {"supported": [PROTOCOL_VERSION]},
-            )
-        version = f.string("extension_version", max_chars=64)
-        f.string("extension_id", max_chars=64)
-        browser = f.object("browser")
-        assert browser is not None
-        name = browser.string("name", max_chars=64)
-        browser.string("version", required=False, nullable=True, min_chars=0, max_chars=64)
-        profile = f.string("profile_id", max_chars=64)
-        capabilities = f.strings("capabilities", max_items=64, max_chars=64, required=False)
-        f.boolean("paused", required=False)
-        assert profile is not None
-        self.sync.use_profile(profile)
-        self.profile = profile
+        hello = read_hello(f)
+        self.sync.use_profile(hello.profile)
+        self.profile = hello.profile
         self.greeted = True
-        self.takes_actions = "actions" in (capabilities or [])
+        self.takes_actions = "actions" in hello.capabilities
         self._next_poll = 0.0
-        logger.info("hello from %s extension %s", name, version)
+        logger.info("hello from %s extension %s", hello.browser, hello.extension_version)
         return {
             "protocol": PROTOCOL_VERSION,
             "host_version": __version__,
@@ -606,6 +592,40 @@ class Dispatcher:
 
 
 # ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Hello:
+    """The members of a ``hello`` the host uses."""
+
+    profile: str
+    browser: str
+    extension_version: str
+    capabilities: list[str]
+    paused: bool
+
+
+def read_hello(f: Fields) -> Hello:
+    """Validate a ``hello`` (PROTOCOL.md section 3.1; error 15 for another protocol)."""
+    protocol = f.integer("protocol")
+    if protocol != PROTOCOL_VERSION:
+        raise HostError(
+            Code.UNSUPPORTED_PROTOCOL,
+            f"this host speaks protocol version {PROTOCOL_VERSION}, not {protocol}; "
+            "update Backtrail or the extension so both match",
+            {"supported": [PROTOCOL_VERSION]},
+        )
+    version = f.string("extension_version", max_chars=64)
+    f.string("extension_id", max_chars=64)
+    browser = f.object("browser")
+    assert browser is not None
+    name = browser.string("name", max_chars=64)
+    browser.string("version", required=False, nullable=True, min_chars=0, max_chars=64)
+    profile = f.string("profile_id", max_chars=64)
+    capabilities = f.strings("capabilities", max_items=64, max_chars=64, required=False)
+    paused = f.boolean("paused", required=False)
+    assert profile is not None
+    return Hello(profile, name or "", version or "", list(capabilities or []), bool(paused))
 
 
 def _push(action: Action) -> dict[str, Any]:

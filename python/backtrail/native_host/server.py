@@ -15,13 +15,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from backtrail.native_host.codes import Code, HostError
-from backtrail.native_host.dispatch import Dispatcher, response
+from backtrail.native_host.dispatch import response
 from backtrail.native_host.framing import FrameReader, FrameWriter, Inbound, ResponseTooLarge
 
-__all__ = ["serve", "EXIT_OK", "EXIT_PROTOCOL"]
+__all__ = ["Answerer", "serve", "EXIT_OK", "EXIT_PROTOCOL"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +34,18 @@ EXIT_PROTOCOL = 1
 
 _QUEUE_BYTES = 64 * 1024 * 1024
 _MAX_TAKE = 512
+
+
+class Answerer(Protocol):
+    """What the loop asks of a dispatcher (the local one, or the forwarding one)."""
+
+    def handle_all(self, items: Sequence[Inbound]) -> list[dict[str, Any]]: ...
+
+    def push_wait(self) -> float | None: ...
+
+    def pushes(self) -> list[dict[str, Any]]: ...
+
+    def undelivered(self, push: dict[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,7 @@ def _read_all(reader: FrameReader, inbox: _Inbox) -> None:
         inbox.put(_End(EXIT_OK))
 
 
-def serve(reader: FrameReader, writer: FrameWriter, dispatcher: Dispatcher) -> int:
+def serve(reader: FrameReader, writer: FrameWriter, dispatcher: Answerer) -> int:
     """Answer frames until the end of the stream; returns the exit status."""
     inbox = _Inbox()
     thread = threading.Thread(target=_read_all, args=(reader, inbox), name="frames", daemon=True)

@@ -8,7 +8,9 @@ forgetting, indexing and statistics, on top of the ledger and the indexer
 :mod:`.devices`), tokens for servers (:mod:`.tokens`), browser actions assistants propose
 (:mod:`.actions`, :attr:`Memory.actions`), insights over the memory (:mod:`.insights`),
 the summary chain (:mod:`.summaries`), importing browser history (:mod:`.importing`),
-export (:mod:`.export`) and health checks (:mod:`.health`).
+export (:mod:`.export`) and health checks (:mod:`.health`); for a device that forwards
+to a Backtrail server instead of keeping a ledger, the link to it (:mod:`.server_link`) and
+its durable outbox (:mod:`.outbox`).
 
 Front ends (the MCP server, the native host, the CLI) import from here and nowhere
 lower: the records they show are in :mod:`.types`, and every rule (validation, capture
@@ -63,7 +65,10 @@ _LAZY = {
 the parts it calls (``from backtrail.service import insights`` imports that module)."""
 
 
-_PARTS = ("actions", "export", "health", "importing", "insights", "present", "summaries")
+_PARTS = (
+    "actions", "export", "health", "importing", "insights", "outbox", "present",
+    "server_link", "summaries",
+)  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -75,7 +80,17 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 if TYPE_CHECKING:
-    from backtrail.service import actions, export, health, importing, insights, present, summaries
+    from backtrail.service import (
+        actions,
+        export,
+        health,
+        importing,
+        insights,
+        outbox,
+        present,
+        server_link,
+        summaries,
+    )
     from backtrail.service.actions import ActionQueue, NoActiveTab
     from backtrail.service.browser_sync import (
         EXPORT_KINDS,
@@ -95,7 +110,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "Memory", "actions", "export", "health", "importing", "insights", "present", "summaries",
+    "Memory", "actions", "export", "health", "importing", "insights", "outbox", "present",
+    "server_link", "summaries",
     "scrub_url", "validate_capture_url",
     "ActionQueue", "NoActiveTab", "BrowserSync", "CaptureOutcome", "HistoryVisit",
     "VisitRecord", "EXPORT_KINDS", "Sampler", "SummaryChain", "SEARCH_KINDS", "Action",

@@ -1,7 +1,9 @@
 """Health checks of Backtrail's own parts behind ``backtrail doctor``: the data
-directory, the ledger and its schema (on a configured PostgreSQL server: reachable, and
-its schema version), the index and its lag, the model files and onnxruntime. Checks
-only look: a missing data directory or ledger is reported, never created.
+directory, a server this device forwards to (its token file, reachable over TLS, token
+accepted, messages waiting in the outbox), the ledger and its schema (on a configured
+PostgreSQL server: reachable, and its schema version), the index and its lag, the model
+files and onnxruntime. Checks only look: a missing data directory or ledger is reported,
+never created.
 
 Each check is a dict ``{"check": str, "ok": bool, "detail": str, "fix": str | None}``.
 """
@@ -35,6 +37,12 @@ def health_checks(
     ``say`` hears of a slow step before it starts (loading the model takes seconds the
     first time, while its optimised graph is prepared)."""
     checks = [_data_dir(config)]
+    if config.server_url:
+        from backtrail.service.outbox import outbox_check
+        from backtrail.service.server_link import server_checks
+
+        checks += server_checks(config)
+        checks.append(outbox_check(config))
     checks += _store(config)
     checks += _model(config, load_model, say or (lambda _: None))
     return checks
