@@ -165,14 +165,19 @@ def test_each_message_is_applied_exactly_once_however_often_it_is_resent(node: N
 
 
 def test_a_device_may_capture_and_search_and_nothing_else(node: Node) -> None:
-    refused = ("forget", "settings_set", "pause", "resume", "export", "page_get", "timeline",
+    refused = ("forget", "pause", "resume", "export", "page_get", "timeline",
                "saved_list", "forget_preview")  # fmt: skip
     batch = [hello(), *({"id": f"r-{n}", "type": kind, "everything": True}
                         for n, kind in enumerate(refused))]  # fmt: skip
     batch.append({"id": "ok-1", "type": "bookmark_upsert", "bookmarks": [
         {"browser_id": "7", "url": "https://sqlite.org/", "title": "SQLite"}]})  # fmt: skip
+    # The extension's own settings for its profile, sent after every hello, are taken.
+    batch.append({"id": "ok-2", "type": "settings_set",
+                  "settings": {"exclusions": {"use_defaults": True, "rules": ["bank.example"]}}})
+    batch.append({"id": "ok-3", "type": "settings_get"})
     answers = node.post(batch).json()
-    assert codes(answers) == ["ok", *[18] * len(refused), "ok"]
+    assert codes(answers) == ["ok", *[18] * len(refused), "ok", "ok", "ok"]
+    assert answers[-1]["result"]["settings"]["exclusions"]["rules"] == ["bank.example"]
     assert "device tokens cannot send forget" in answers[1]["error"]["message"]
     with httpx2.Client(timeout=30) as http:  # and no MCP: no assistant tools, no facts
         mcp = http.post(node.server.url, json=INITIALIZE, headers={

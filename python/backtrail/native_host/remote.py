@@ -71,9 +71,11 @@ PROFILE_HEADER = "X-Backtrail-Profile"
 DEVICE_TYPES = frozenset({
     "hello", "capture_page", "visit", "tab_snapshot", "tab_event", "history_import",
     "bookmark_upsert", "bookmark_remove", "bookmark_import", "highlight", "note", "skipped",
-    "action_result", "search", "recent", "status", "settings_get",
+    "action_result", "search", "recent", "status", "settings_get", "settings_set",
 })  # fmt: skip
-"""The message types a device token may send."""
+"""The message types a device token may send. ``settings_set`` stores the extension's own
+settings for its browser profile (sent after every ``hello``; the server applies that
+profile's exclusions to its captures as a second line of defence, PROTOCOL.md §3.14)."""
 DEVICE_CAPABILITIES = ("search",)
 _PROFILE = re.compile(r"^[\x21-\x7e]{1,64}$")
 
