@@ -6,6 +6,7 @@ compacted out of every node's index. The same across real processes: test_nodes.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import shutil
 from collections.abc import Iterator
@@ -95,8 +96,11 @@ def test_a_node_follows_what_another_node_commits(nodes: tuple[Memory, Memory]) 
 
 def test_a_node_polls_when_it_cannot_listen(tmp_path: Path, postgres_database: str) -> None:
     with node(tmp_path / "one", postgres_database) as one, node(
-        tmp_path / "two", postgres_database, follow_poll=0.1
+        tmp_path / "two", postgres_database, follow_poll=0.1, background_indexing=False
     ) as two:
+        # Node two starts no indexing thread of its own; from now on only a wake-up (the
+        # follower's) starts one, so finding the page proves the follower woke it.
+        two._indexer.config = dataclasses.replace(two._indexer.config, background_indexing=True)
         # A listener that can never connect: the follower falls back to polling.
         follower = Follower(two.indexer, f"postgresql://x@127.0.0.1:{free_port()}/none",
                             poll_seconds=0.1)  # fmt: skip
