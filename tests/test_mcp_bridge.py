@@ -140,6 +140,9 @@ def test_ctrl_c_ends_a_serving_stdio_server_with_status_130(tmp_path: Path) -> N
         assert server.process.wait(60) == 130
     with raw(tmp_path) as server:  # twice in a row: the second ends it at once
         server.start()
+        # Serving first: a signal before the interpreter has set its handlers would be
+        # Python's default (killed by SIGINT), which is not what is checked here.
+        assert server.request(1, "ping")["result"] == {}
         server.process.send_signal(signal.SIGINT)
         server.process.send_signal(signal.SIGINT)
         assert server.process.wait(60) == 130
