@@ -113,15 +113,16 @@ class Node:
         self.server.stop()
 
 
-def start_node(root: Path, name: str, ledger_url: str, *, embeddings: bool) -> Node:
-    """A node with default settings (debounce, follow poll), the model loaded at start
-    when it embeds; the model cache and index in ``root/name``."""
+def start_node(root: Path, name: str, ledger_url: str, *, embeddings: bool,
+               env: dict[str, str] | None = None) -> Node:  # fmt: skip
+    """A node with default settings (debounce, follow poll) and ``env``, the model
+    loaded at start when it embeds; the model cache and index in ``root/name``."""
     home = root / name
     home.mkdir(parents=True, exist_ok=True)
     args = ("--preload-model",) if embeddings else ()
     started = time.perf_counter()
     server = HttpServer(home, *args, BACKTRAIL_LEDGER_URL=ledger_url,
-                        MCP_EMBEDDINGS="on" if embeddings else "off")  # fmt: skip
+                        MCP_EMBEDDINGS="on" if embeddings else "off", **(env or {}))  # fmt: skip
     return Node(name, home, embeddings, server, started)
 
 
@@ -236,7 +237,7 @@ class PageSource:
 
 
 def feed(host: HostProcess, name: str, source: PageSource, *, window: int, tag: str,
-         start_ms: int, profile: str) -> Fed:  # fmt: skip
+         start_ms: int, profile: str, fed: Fed | None = None) -> Fed:  # fmt: skip
     """Say hello, then send every page ``source`` gives as capture + visit frames, at most
     ``window`` queued messages in flight (1: the extension's discipline, PROTOCOL.md
     section 4). Retryable answers (13, 14, 17) are resent after ``retry_after_ms``, as
@@ -244,7 +245,7 @@ def feed(host: HostProcess, name: str, source: PageSource, *, window: int, tag: 
     answer = host.call("hello", timeout=120, **hello_fields(profile))
     if not answer.get("ok"):
         raise RuntimeError(f"{name}: hello refused: {answer}")
-    fed = Fed(name)
+    fed = fed or Fed(name)
     pending: list[dict[str, Any]] = []  # messages to send, in order
     delayed: list[tuple[float, dict[str, Any]]] = []
     in_flight: dict[str, tuple[dict[str, Any], float]] = {}
@@ -298,15 +299,16 @@ def feed(host: HostProcess, name: str, source: PageSource, *, window: int, tag: 
 
 
 def feed_all(hosts: dict[str, HostProcess], source: PageSource, *, window: int, tag: str,
-             start_ms: int) -> list[Fed]:  # fmt: skip
-    """Every host fed from ``source`` at once (a thread each); their results."""
-    results: dict[str, Fed] = {}
+             start_ms: int, every: float = 60.0) -> list[Fed]:  # fmt: skip
+    """Every host fed from ``source`` at once (a thread each); their results. Progress
+    on stderr every ``every`` seconds."""
+    results = {name: Fed(name) for name in hosts}
     failures: list[BaseException] = []
 
     def run(name: str, host: HostProcess) -> None:
         try:
-            results[name] = feed(host, name, source, window=window, tag=tag,
-                                 start_ms=start_ms, profile=f"{name}-profile")  # fmt: skip
+            feed(host, name, source, window=window, tag=tag, start_ms=start_ms,
+                 profile=f"{name}-profile", fed=results[name])  # fmt: skip
         except BaseException as error:  # noqa: BLE001 - re-raised below
             failures.append(error)
 
@@ -314,6 +316,14 @@ def feed_all(hosts: dict[str, HostProcess], source: PageSource, *, window: int, 
                for item in hosts.items()]  # fmt: skip
     for thread in threads:
         thread.start()
+    started = said = time.perf_counter()
+    while any(thread.is_alive() for thread in threads):
+        time.sleep(0.1)
+        if time.perf_counter() - said >= every:
+            said = time.perf_counter()
+            pages = sum(f.pages for f in results.values())
+            sys.stderr.write(f"{time.strftime('%H:%M:%S')}   {pages:,} pages acknowledged, "
+                             f"{pages / (said - started):.1f}/s\n")  # fmt: skip
     for thread in threads:
         thread.join()
     if failures:

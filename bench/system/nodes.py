@@ -163,14 +163,17 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         if "ingest" not in args.skip:
             monitor.phase("ingest")
             result["ingest"] = await ph.phase_ingest(ctx, subset, subset_passages)
-            if "vectors" not in args.skip:
-                monitor.phase("vectors")
-                out = await ph.new_node(ctx, "node-3", vectors=True, what="vectors")
-                if out.get("vectors_s") and out.get("text_s") is not None:
-                    seconds = out["vectors_s"] - out["text_s"]
-                    out["passages"] = subset_passages
-                    out["passages_per_s"] = subset_passages / seconds if seconds > 0 else None
-                result["vectors"] = out
+        elif "vectors" not in args.skip:  # the subset into the ledger another way
+            monitor.phase("load")
+            result["load_subset"] = await ph.phase_load(ctx, iter(subset), "the vector subset")
+        if "vectors" not in args.skip:
+            monitor.phase("vectors")
+            out = await ph.new_node(ctx, "node-3", vectors=True, what="vectors")
+            if out.get("vectors_s") and out.get("text_s") is not None:
+                seconds = out["vectors_s"] - out["text_s"]
+                out["passages"] = subset_passages
+                out["passages_per_s"] = subset_passages / seconds if seconds > 0 else None
+            result["vectors"] = out
         if "catchup" not in args.skip:
             loaded = ctx.ledger_pages
             limit = None if args.pages is None else max(0, args.pages - loaded)
@@ -178,7 +181,7 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                     if p["id"] not in subset_ids or not loaded)  # fmt: skip
             sampler = Sampler(itertools.islice(rest, limit), 97)
             monitor.phase("load")
-            result["load"] = await ph.phase_load(ctx, iter(sampler))
+            result["load"] = await ph.phase_load(ctx, iter(sampler), "the rest of the corpus")
             ctx.sample = ctx.sample[:5] + sampler.kept[:: max(1, len(sampler.kept) // 5)][:5]
             monitor.phase("catchup")
             out = await ph.new_node(ctx, "node-4", vectors=False, what="catch-up")
@@ -233,6 +236,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--vector-limit", type=float, default=3_600.0,
                     help="seconds to wait at most for a node's index")
     ap.add_argument("--poll", type=float, default=1.0, help="seconds between status polls")
+    ap.add_argument("--node-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra environment of every node (diagnostics; repeatable)")
     ap.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
                     help=f"phases to leave out: {', '.join(PHASES)}")
     ap.add_argument("--data-dir", default=str(common.DATA_DIR))
@@ -247,6 +252,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.pages = args.pages or 400
         args.compare_pages, args.compare_rounds, args.compare_queries = 60, 1, 60
         args.poll = 0.5
+    args.node_env = dict(item.split("=", 1) for item in args.node_env)
     unknown = args.skip - set(PHASES)
     if unknown:
         ap.error(f"unknown phases: {', '.join(sorted(unknown))}")

@@ -80,7 +80,9 @@ class Watcher:
             self.samples[name].append({"t": now, "pages": pages, "text_behind": text,
                                        "vectors_behind": vectors,
                                        "caught_up": status.get("vectors_caught_up")})
-            if pages >= self.expected and text == 0:
+            # While a new index is built from the ledger, index_text_behind counts only
+            # the changes made since the build began: text_caught_up says it is done.
+            if pages >= self.expected and text == 0 and status.get("text_caught_up", True):
                 self.text_at.setdefault(name, now)
                 if status.get("vectors_caught_up") and vectors == 0:
                     self.vectors_at.setdefault(name, now)
@@ -183,7 +185,8 @@ async def phase_ingest(ctx: Context, pages: list[dict[str, Any]], passages: int)
     args = ctx.args
     say(f"ingest: {len(pages):,} pages ({passages:,} passages) through {args.devices} devices "
         f"into node-1, window {args.window}; node-2 follows")  # fmt: skip
-    nodes = [cl.start_node(ctx.root, f"node-{i}", ctx.url, embeddings=True) for i in (1, 2)]
+    nodes = [cl.start_node(ctx.root, f"node-{i}", ctx.url, embeddings=True, env=args.node_env)
+             for i in (1, 2)]  # fmt: skip
     hosts: dict[str, Any] = {}
     out: dict[str, Any] = {"pages": len(pages), "passages": passages, "window": args.window,
                            "devices": args.devices, "content": args.content}  # fmt: skip
@@ -253,7 +256,7 @@ async def new_node(ctx: Context, name: str, *, vectors: bool, what: str) -> dict
     """A node started with an empty data directory against the shared ledger: seconds
     from its spawn until its index holds every page in words, then in vectors."""
     say(f"{what}: {name} starts empty on {ctx.ledger_pages:,} pages")
-    node = cl.start_node(ctx.root, name, ctx.url, embeddings=True)
+    node = cl.start_node(ctx.root, name, ctx.url, embeddings=True, env=ctx.args.node_env)
     try:
         async with cl.Session(node, ctx.reader) as session:
             watcher = Watcher({name: session}, ctx.ledger_pages, ctx.args.poll)
@@ -278,13 +281,14 @@ async def new_node(ctx: Context, name: str, *, vectors: bool, what: str) -> dict
     return out
 
 
-async def phase_load(ctx: Context, pages: Iterator[dict[str, Any]]) -> dict[str, Any]:
-    """The rest of the corpus into the ledger through a text-only node: devices posting
-    pipelined (``--bulk-window``), the server's capacity to acknowledge."""
+async def phase_load(ctx: Context, pages: Iterator[dict[str, Any]], what: str
+                     ) -> dict[str, Any]:  # fmt: skip
+    """``pages`` into the ledger through a text-only node: devices posting pipelined
+    (``--bulk-window``), the server's capacity to acknowledge."""
     args = ctx.args
-    say(f"load: the rest of the corpus through {args.devices} devices into a text-only "
-        f"node, window {args.bulk_window}")  # fmt: skip
-    node = cl.start_node(ctx.root, "loader", ctx.url, embeddings=False)
+    say(f"load: {what} through {args.devices} devices into a text-only node, window "
+        f"{args.bulk_window}")  # fmt: skip
+    node = cl.start_node(ctx.root, "loader", ctx.url, embeddings=False, env=args.node_env)
     hosts = {f"device-{i}": cl.forwarding_host(ctx.root / f"device-{i}-load", node,
                                                ctx.device_tokens[i])
              for i in range(args.devices)}  # fmt: skip

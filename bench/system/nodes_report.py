@@ -46,6 +46,10 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
             add(f"{name}: search_browsing while the nodes embed the backlog",
                 _lat(n["search_while_deriving"]))
             add(f"{name}: pages found by their title (top 10)", f"{n['found_by_title_of_20']}/20")
+    if "load_subset" in r:
+        lo = r["load_subset"]
+        add(f"load: the vector subset, {lo['pages']:,} pages, through the devices -> a "
+            f"text-only node, window {lo['window']}", _fed(lo))
     if "vectors" in r:
         v = r["vectors"]
         rate = v.get("passages_per_s")
