@@ -12,8 +12,9 @@ comparison). Phases, in order (``--skip`` any):
    Acknowledged pages/s, how long until every page is searchable by words and by vectors
    on each node, and search p50/p95 per node while the devices post and while the nodes
    derive (embed) what they acknowledged.
-2. ``vectors``: a third node started empty on that ledger: seconds until it finds every
-   page by words, then by vectors (the embedding rate, passages/s).
+2. ``vectors``: a third node started empty on that ledger (with ``ingest`` skipped, the
+   subset is loaded through a text-only node first): seconds until it finds every page by
+   words, then by vectors (the embedding rate, passages/s).
 3. ``catchup``: the rest of the corpus (to ``--pages``) through a text-only node, devices
    pipelining (the server's acknowledging capacity); then a fourth node started empty on
    the whole ledger: seconds until it finds every page by words. Its vectors are not
@@ -140,7 +141,7 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "args": {k: v for k, v in vars(args).items() if k != "query_list"},
         "machine": {"cores": os.cpu_count(), "load_at_start": os.getloadavg()},
         "commit": cl.commit(),
-        "queries": f"{EVAL_DIR.name}/dev-pypg.jsonl ({len(args.query_list)})",
+        "queries": f"{args.eval_dir}/dev-pypg.jsonl ({len(args.query_list)})",
         "subset": {"sets": sets, "pages": len(subset), "passages": subset_passages},
     }
     monitor = CpuMonitor()
