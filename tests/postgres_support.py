@@ -60,7 +60,9 @@ class PostgresServer:
 
     @classmethod
     @contextmanager
-    def start(cls) -> Iterator[PostgresServer]:
+    def start(cls, settings: str = _SETTINGS) -> Iterator[PostgresServer]:
+        """``settings``: the server's ``-c`` options (the tests' default turns durability
+        off; ``bench/system/nodes.py`` passes its own, durable)."""
         missing = [name for name in ("initdb", "pg_ctl") if not (PG_BIN / name).is_file()]
         if missing:
             _unavailable(
@@ -79,7 +81,7 @@ class PostgresServer:
         try:
             server._run("initdb", "-D", str(root / "data"), "-U", "postgres", "--auth=trust",
                         "-E", "UTF8", "--locale=C")  # fmt: skip
-            options = f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 {_SETTINGS}"
+            options = f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 {settings}"
             server._run("pg_ctl", "-D", str(root / "data"), "-l", str(root / "server.log"),
                         "-w", "-t", "60", "start", "-o", options)  # fmt: skip
         except BaseException:

@@ -5,6 +5,7 @@ model loaded at start, lean mode, and the systemd unit and deployment guide."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import sqlite3
 import subprocess
 import time
@@ -16,7 +17,7 @@ import pytest
 from mcp import Client
 
 from backtrail.store import LEDGER_FILENAME
-from mcp_support import BACKTRAIL, seed, stdio_params, text
+from mcp_support import BACKTRAIL, lean_config, seed, stdio_params, text
 
 pytestmark = pytest.mark.anyio
 
@@ -106,6 +107,33 @@ async def test_lean_mode_serves_keyword_search_without_a_model(tmp_path: Path) -
         assert found.structured_content["mode"] == "bm25"
         stats = await client.call_tool("get_status", {})
         assert stats.structured_content["model"] == "disabled"
+
+
+async def test_get_status_says_when_the_index_is_still_being_built_from_the_ledger(
+    tmp_path: Path,
+) -> None:
+    """An index built again from the ledger (here: deleted) counts in
+    ``index_text_behind`` only what changed after its build began, so ``text_caught_up``
+    says whether the build is finished: false while nothing indexes (background indexing
+    off), true once a server has built it."""
+    seed(tmp_path)
+    shutil.rmtree(lean_config(tmp_path).index_dir)
+    idle = stdio_params(tmp_path, "--lean", BACKTRAIL_BACKGROUND_INDEXING="0")
+    async with Client(idle, mode="legacy") as client:
+        status = await client.call_tool("get_status", {})
+        assert status.structured_content["text_caught_up"] is False
+        assert "a rebuild of the index from the ledger is not finished" in text(status)
+    async with Client(stdio_params(tmp_path, "--lean"), mode="legacy") as client:
+        with anyio.fail_after(120):
+            while True:
+                status = await client.call_tool("get_status", {})
+                if status.structured_content["text_caught_up"]:
+                    break
+                await anyio.sleep(0.1)
+        assert status.structured_content["index_text_behind"] == 0
+        assert "rebuild" not in text(status)
+        found = await client.call_tool("search_browsing", {"query": "checkpoints"})
+        assert found.structured_content["results"][0]["url"] == "https://sqlite.org/wal.html"
 
 
 async def test_preload_model_loads_it_at_start_and_without_it_nothing_loads(

@@ -245,6 +245,9 @@ class CpuMonitor(threading.Thread):
         self.others: dict[str, list[float]] = {}
         self.ours: dict[str, list[float]] = {}
         self.stop_event = threading.Event()
+        self.roots: set[int] = set()
+        """Other processes counted as ours, with their children (a database server the
+        bench started, which is not its child)."""
 
     def phase(self, name: str) -> None:
         self.current = name
@@ -259,7 +262,10 @@ class CpuMonitor(threading.Thread):
     def _ours(self, last: dict[int, float]) -> float:
         """CPU seconds this process and its children used since ``last`` (updated)."""
         used = 0.0
-        for pid in {os.getpid(), *children()}:
+        pids = {os.getpid(), *children()}
+        for root in list(self.roots):
+            pids |= {root, *children(root)}
+        for pid in pids:
             now = cpu_seconds(pid)
             if now == now:  # not NaN: still there
                 used += now - last.get(pid, 0.0)

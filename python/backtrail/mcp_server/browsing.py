@@ -122,6 +122,7 @@ class StatusOutput(BaseModel):
     counts: dict[str, int] | None = None
     db_bytes: int | None = None
     index_text_behind: int | None = None
+    text_caught_up: bool | None = None
     index_vectors_behind: int | None = None
     vectors_caught_up: bool | None = None
     reembedding: bool | None = None
@@ -485,17 +486,21 @@ async def get_status(
     stats = await call.blocking(call.memory.stats)
     ledger = stats.ledger
     counts = ", ".join(f"{n} {name}" for name, n in sorted(ledger.counts.items()))
+    rebuilding = stats.lag.rebuilding_text
     text = (
         f"Memory: {counts}.\nLedger {ledger.db_bytes / 1e6:.1f} MB. Last capture "
         f"{iso(ledger.last_capture_at)}, last visit {iso(ledger.last_visit_at)}.\nIndex: "
-        f"{stats.lag.text} changes not yet searchable, {stats.lag.vectors} not yet embedded"
+        f"{stats.lag.text} changes not yet searchable"
+        f"{' (a rebuild of the index from the ledger is not finished)' if rebuilding else ''}"
+        f", {stats.lag.vectors} not yet embedded"
         f"{'' if stats.lag.vectors_caught_up else ' (embeddings are being computed)'}"
         f"{_reembedding(stats.lag)}. Embedding model: {stats.model}."
     )
     data = StatusOutput(
         counts=ledger.counts, db_bytes=ledger.db_bytes, index_text_behind=stats.lag.text,
-        index_vectors_behind=stats.lag.vectors, vectors_caught_up=stats.lag.vectors_caught_up,
-        model=stats.model, reembedding=stats.lag.reembedding,
+        text_caught_up=stats.lag.text_caught_up, index_vectors_behind=stats.lag.vectors,
+        vectors_caught_up=stats.lag.vectors_caught_up, model=stats.model,
+        reembedding=stats.lag.reembedding,
     )  # fmt: skip
     return Reply(text, data)
 
