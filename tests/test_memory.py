@@ -479,6 +479,25 @@ def test_each_result_fits_its_character_budget(memory: Memory) -> None:
         memory.search("budget", max_chars_per_result=10)
 
 
+def test_a_search_makes_its_own_clients_writes_searchable_not_every_clients(
+    memory: Memory,
+) -> None:
+    """Read-your-writes is per client: on a server, an assistant's search does not wait
+    for the pages devices keep sending, while each writer sees what it wrote (no
+    background indexing here: only a search's own pass indexes)."""
+    with memory.acting_as("device-laptop"):
+        memory.capture_page("https://example.org/zeppelin", text="Zeppelin hangar log. " * 20,
+                            title="Hangar")  # fmt: skip
+    with memory.acting_as("assistant-b"):
+        assert urls_of(memory.search("zeppelin hangar")) == []
+    with memory.acting_as("agent-a", caller="assistant-b"):  # written in another's name
+        memory.add_note("Airship mooring mast notes")
+    with memory.acting_as("assistant-b"):
+        assert [r.kind for r in memory.search("mooring mast").results] == ["note"]
+    with memory.acting_as("device-laptop"):
+        assert urls_of(memory.search("zeppelin hangar")) == ["https://example.org/zeppelin"]
+
+
 def test_results_never_include_what_the_ledger_no_longer_has(memory: Memory) -> None:
     note = memory.add_note("ephemeral armadillo note")
     memory.capture_page("https://example.com/armadillo", text="armadillo page")

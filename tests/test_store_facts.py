@@ -3,6 +3,7 @@ and deletion."""
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
@@ -156,6 +157,39 @@ def test_facts_record_the_writing_client(ledger: Ledger) -> None:
     assert fact.client == "claude-desktop"
     assert ledger.set_fact("k", "w").client == "test"
     assert [e.client for e in ledger.fact_history("k")] == ["claude-desktop", "test"]
+
+
+def test_each_thread_writes_as_its_own_client_while_another_acts_as_a_different_one(
+    ledger: Ledger,
+) -> None:
+    """A server's callers act as their clients at once: one caller's block does not hold
+    the others up, and each write is attributed to the client of its own thread."""
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_caller() -> None:
+        with ledger.acting_as("agent-a"):
+            inside.set()
+            release.wait(60)
+            ledger.set_fact("from-a", "1")
+
+    def other_caller() -> None:
+        with ledger.acting_as("agent-b"):
+            ledger.set_fact("from-b", "2")
+
+    first = threading.Thread(target=slow_caller)
+    first.start()
+    assert inside.wait(60)
+    second = threading.Thread(target=other_caller)
+    second.start()
+    second.join(60)  # before the first caller's block ends
+    finished_while_a_acted = not second.is_alive()
+    release.set()
+    first.join(60)
+    second.join(60)
+    assert finished_while_a_acted
+    assert ledger.get_fact("from-b").client == "agent-b"
+    assert ledger.get_fact("from-a").client == "agent-a"
+    assert ledger.set_fact("after", "3").client == "test"  # the ledger's own, outside both
 
 
 def test_a_failed_cas_changes_nothing_and_leaves_only_its_attempt_in_the_history(

@@ -268,8 +268,9 @@ class Config:
     )
     search_fresh_wait: float = _setting(
         2.0,
-        "Seconds a search waits to make this process's own recent writes searchable "
-        "(read-your-writes); 0 searches whatever is indexed.",
+        "Seconds a search waits to make its client's own recent writes searchable "
+        "(read-your-writes; on a server, other clients' and devices' writes never make "
+        "a search wait); 0 searches whatever is indexed.",
         minimum=0,
     )
     search_min_similarity: float = _setting(

@@ -144,7 +144,7 @@ def _waiting(action: Action) -> str:
 async def _propose(call: Call, method: str, *args: Any, **kwargs: Any) -> Action:
     actions = call.memory.actions
     settings = call.settings
-    action = await call.attributed(getattr(actions, method), *args, ttl=settings.action_ttl,
+    action = await call.blocking(getattr(actions, method), *args, ttl=settings.action_ttl,
                                    **kwargs)  # fmt: skip
     return await _wait(call, action)
 
@@ -192,7 +192,7 @@ async def capture_page(
     if content is not None or url is not None:
         if url is None or content is None:
             raise InvalidInput("content", "give both url and content to save a page directly")
-        receipt = await call.attributed(call.memory.capture_page, url, text=content, title=title)
+        receipt = await call.blocking(call.memory.capture_page, url, text=content, title=title)
         page = await call.blocking(call.memory.get_page, page_id=receipt.page_id,
                                    length=max(1, max_chars))  # fmt: skip
         text = f"Saved the page ({receipt.outcome}).\n" + render_page(page)
@@ -253,11 +253,11 @@ async def organize_tabs(
     actions = call.memory.actions
     proposed: list[tuple[str, Action]] = []
     for group in groups or []:
-        action = await call.attributed(actions.group_tabs, group.tab_ids, title=group.name,
+        action = await call.blocking(actions.group_tabs, group.tab_ids, title=group.name,
                                        color=group.color, ttl=call.settings.action_ttl)
         proposed.append((f"group {group.name or '(unnamed)'}", action))
     if close:
-        action = await call.attributed(actions.close_tabs, close, ttl=call.settings.action_ttl)
+        action = await call.blocking(actions.close_tabs, close, ttl=call.settings.action_ttl)
         proposed.append(("close", action))
     final = [(what, await _wait(call, action)) for what, action in proposed]
     done = sum(a.status == "done" for _, a in final)

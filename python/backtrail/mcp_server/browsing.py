@@ -260,7 +260,7 @@ async def get_page(
             raise InvalidInput("active_tab", "the active tab is not a web page")
         url, tab_id = tab.url, tab.tab_id
     try:
-        page = await call.attributed(memory.get_page, url, page_id=id, offset=offset,
+        page = await call.blocking(memory.get_page, url, page_id=id, offset=offset,
                                      length=max_chars)  # fmt: skip
     except PageNotFound:
         if tab_id is None:
@@ -403,7 +403,7 @@ async def save_note(
 ) -> Reply[NoteOutput]:
     """Save a note (optionally about a page), labelled as written by you. Only what the
     user asked to keep."""
-    note = await call.attributed(call.memory.add_note, content, url=url,
+    note = await call.blocking(call.memory.add_note, content, url=url,
                                  author=call.caller.client)  # fmt: skip
     about = f" about {note.url}" if note.url else ""
     return Reply(f"Saved note {note.id}{about} (written by {note.author}).",
@@ -431,11 +431,11 @@ async def forget(
         return await _forget_preview(call, selector, url, domain, start, end)
     memory = call.memory
     if url is not None:
-        report = await call.attributed(memory.forget, url=url)
+        report = await call.blocking(memory.forget, url=url)
     elif domain is not None:
-        report = await call.attributed(memory.forget, domain=domain)
+        report = await call.blocking(memory.forget, domain=domain)
     else:
-        report = await call.attributed(memory.forget, since=start, until=end)
+        report = await call.blocking(memory.forget, since=start, until=end)
     removed = ", ".join(f"{n} {table}" for table, n in report.counts.items() if n) or "nothing"
     data = ForgetOutput(done=True, selector=report.selector, counts=report.counts)
     return Reply(f"Forgot ({report.selector}): removed {removed}.", data)

@@ -151,7 +151,7 @@ async def memory_get(
     (for compare-and-swap)."""
     memory, log = call.memory, call.settings.log_reads
     try:
-        fact = await call.attributed(memory.get_fact, key, log=log)
+        fact = await call.blocking(memory.get_fact, key, log=log)
     except FactNotFound:
         raise Refused(f"no fact for key {key!r}") from None
     text = (f"{fact.key} = {fact.value}  (source: {fact.client}, updated: "
@@ -175,7 +175,7 @@ async def memory_list(
 ) -> Reply[FactsOutput]:
     """List shared facts whose key starts with a prefix, in key order."""
     offset = parse_cursor(cursor)
-    facts = await call.attributed(call.memory.list_facts, prefix,
+    facts = await call.blocking(call.memory.list_facts, prefix,
                                   case_insensitive=case_insensitive, limit=limit + 1,
                                   offset=offset)  # fmt: skip
     following = str(offset + limit) if len(facts) > limit else None
@@ -229,7 +229,7 @@ async def memory_search(
     if not memory.config.embeddings:
         raise Refused("semantic search is disabled (MCP_EMBEDDINGS=off): memory_search needs "
                       "the embedding model; use memory_list to find facts by key")  # fmt: skip
-    found = await call.attributed(memory.find_facts, query, top_k=top_k,
+    found = await call.blocking(memory.find_facts, query, top_k=top_k,
                                   log=call.settings.log_reads)  # fmt: skip
     hits = [FactHit(fact=fact, score=round(score, 4)) for fact, score in found]
     if not hits:

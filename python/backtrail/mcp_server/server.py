@@ -25,7 +25,6 @@ change anything.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import time
@@ -259,19 +258,19 @@ class Call:
     def settings(self) -> McpSettings:
         return self.rt.settings
 
-    async def blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking service call on a worker thread."""
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-
-    async def attributed(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """:meth:`blocking`, with the ledger recording the caller as the one who wrote
-        (or, with read logging on, read) what the call touches."""
+    async def blocking(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run a blocking service call on a worker thread as the caller: the ledger
+        records the caller as the one who wrote (or, with read logging on, read) what
+        the call touches, and its searches see the caller's own earlier writes."""
         return await self.acting(self.caller.client, fn, *args, **kwargs)
 
-    async def acting(self, client: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def acting(
+        self, client: str, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> T:
+        """:meth:`blocking` as ``client`` (a fact's writer named by ``client_id``)."""
         def run() -> T:
             memory = self.memory
-            with memory.acting_as(client):
+            with memory.acting_as(client, caller=self.caller.client):
                 return fn(*args, **kwargs)
 
         return await anyio.to_thread.run_sync(run)

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_OWN_SEQ_CLIENTS = 1_000
+"""Clients whose last write a memory remembers for read-your-writes."""
+
 
 class MemoryBase:
     """The ledger, the indexer and the model of one :class:`~backtrail.service.Memory`."""
@@ -63,9 +66,13 @@ class MemoryBase:
         self._seq_lock = threading.Lock()
         self._parts_lock = threading.Lock()
         self._actions: ActionQueue | None = None
-        # Writes made before this process opened the memory count as its own: the first
-        # search makes them searchable unless the background indexer already did.
-        self._own_seq = self._ledger.max_change_seq()
+        # Read-your-writes, per client (a server serves many): the change sequence of
+        # each client's last write. Writes made before this process opened the memory
+        # count as every client's: the first search makes them searchable unless the
+        # background indexer already did.
+        self._opened_seq = self._ledger.max_change_seq()
+        self._own_seqs: dict[str, int] = {}
+        self._caller = threading.local()  # whose writes the thread's searches must see
         try:
             self._indexer = Indexer(cfg, model=self._model)
         except BaseException:
@@ -83,10 +90,17 @@ class MemoryBase:
         return settled
 
     @contextmanager
-    def acting_as(self, client: str) -> Iterator[None]:
-        """Record writes inside the block as made by ``client``."""
+    def acting_as(self, client: str, *, caller: str | None = None) -> Iterator[None]:
+        """Record writes inside the calling thread's block as made by ``client``; its
+        searches see ``caller``'s earlier writes (read-your-writes; default: ``client``'s,
+        a caller may write as another client, e.g. a fact's ``client_id``)."""
+        previous = getattr(self._caller, "name", None)
         with self._ledger.acting_as(client):
-            yield
+            self._caller.name = caller if caller is not None else self._ledger.client
+            try:
+                yield
+            finally:
+                self._caller.name = previous
 
     @property
     def indexer(self) -> Indexer:
@@ -105,12 +119,26 @@ class MemoryBase:
         return int(self._clock())
 
     def _wrote(self) -> None:
-        """After a write: remember it (read-your-writes) and schedule indexing."""
+        """After a write: remember it as the writing client's (read-your-writes) and
+        schedule indexing."""
         seq = self._ledger.max_change_seq()
+        client = self._caller_name()
         with self._seq_lock:
-            self._own_seq = max(self._own_seq, seq)
+            self._own_seqs[client] = max(self._own_seqs.get(client, 0), seq)
+            if len(self._own_seqs) > _OWN_SEQ_CLIENTS:  # forget the longest-ago writer
+                del self._own_seqs[min(self._own_seqs, key=self._own_seqs.__getitem__)]
         self._indexer.note_own_write(seq)
         self._indexer.schedule()
+
+    def _own_seq(self) -> int:
+        """The change sequence a search by the calling client must see indexed."""
+        client = self._caller_name()
+        with self._seq_lock:
+            return max(self._opened_seq, self._own_seqs.get(client, 0))
+
+    def _caller_name(self) -> str:
+        name: str | None = getattr(self._caller, "name", None)
+        return self._ledger.client if name is None else name
 
     def _model(self) -> Model | None:
         """The embedding model, loaded on first use; ``None`` when off or unavailable."""

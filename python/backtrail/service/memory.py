@@ -12,8 +12,9 @@ protocol to these calls and back.
 Guarantees:
 
 - Writes return as soon as the ledger transaction is durable; indexing follows in the
-  background (or on :meth:`Memory.catch_up`), and a search first makes this process's
-  own earlier writes searchable (waiting at most ``search_fresh_wait`` seconds).
+  background (or on :meth:`Memory.catch_up`), and a search first makes its client's
+  own earlier writes searchable (waiting at most ``search_fresh_wait`` seconds; a server's
+  clients are told apart by :meth:`Memory.acting_as`).
 - Bad input raises a :class:`~backtrail.errors.BacktrailError` subclass with a clear
   message before anything is written; nothing stored changes.
 - Search results are checked against the ledger, so nothing forgotten or deleted is ever

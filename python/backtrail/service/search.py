@@ -334,17 +334,19 @@ class SearchOps(MemoryBase):
             raise IndexFailure(f"search failed: {error}") from error
 
     def _make_own_writes_searchable(self) -> None:
-        """Read-your-writes: index this process's earlier writes before searching,
-        waiting at most ``search_fresh_wait`` for another process's pass. A backlog
-        larger than one text batch is left to the background thread."""
+        """Read-your-writes: index the calling client's earlier writes (see
+        :meth:`acting_as`) before searching, waiting at most ``search_fresh_wait`` for
+        another process's pass. A backlog larger than one text batch is left to the
+        background thread; other clients' writes never make a search wait."""
         wait = self.config.search_fresh_wait
-        if wait <= 0 or self._own_seq == 0:
+        own = self._own_seq()
+        if wait <= 0 or own == 0:
             return
         mark = self._indexer.watermark()
         done = 0 if mark is None or mark.text_scan is not None else mark.text
-        if done >= self._own_seq:
+        if done >= own:
             return
-        backlog = self._own_seq - done
+        backlog = own - done
         if self.config.background_indexing and backlog > self.config.text_batch_changes:
             return
         try:

@@ -123,7 +123,7 @@ class ActionsMixin(LedgerCore):
                 "INSERT INTO actions (type, payload, status, client, profile, canonical_url, "
                 "domain, created_at, updated_at, expires_at) "
                 "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)",
-                (kind, encoded, self._client, owner, canonical, domain, now, now, now + seconds),
+                (kind, encoded, self.client, owner, canonical, domain, now, now, now + seconds),
             )
             self._event(conn, "action.create", "action", action_id, {"type": kind})
             row = conn.execute("SELECT * FROM actions WHERE id = ?", (action_id,)).fetchone()

@@ -81,6 +81,7 @@ class LedgerCore:
         self._db_errors: tuple[type[BaseException], ...] = ()  # the driver's, on PostgreSQL
         self._limits = limits if limits is not None else Limits()
         self._client = checks.label(client, "client", self._limits.max_label_chars)
+        self._acting = threading.local()  # the client of one thread's calls (acting_as)
         self._busy_timeout_ms = checks.integer(busy_timeout_ms, "busy_timeout_ms", minimum=0)
         self._log_reads = checks.boolean(log_reads, "log_reads")
         self._synchronous = checks.one_of(synchronous, "synchronous", SYNCHRONOUS_MODES)
@@ -160,8 +161,10 @@ class LedgerCore:
 
     @property
     def client(self) -> str:
-        """The client name recorded on events and facts written through this ledger."""
-        return self._client
+        """The client name recorded on events and facts written through this ledger by
+        the calling thread: the one it is acting as, else the ledger's own."""
+        acting: str | None = getattr(self._acting, "client", None)
+        return self._client if acting is None else acting
 
     @property
     def limits(self) -> Limits:
@@ -172,12 +175,14 @@ class LedgerCore:
         """Record writes inside the block as made by ``client`` (e.g. one MCP client of a
         server that serves several)."""
         name = checks.label(client, "client", self._limits.max_label_chars)
-        with self._lock:
-            previous, self._client = self._client, name
-            try:
-                yield
-            finally:
-                self._client = previous
+        # Per thread, not under the ledger's lock: a server's other callers (searches,
+        # other clients' writes) go on while this one's call runs.
+        previous = getattr(self._acting, "client", None)
+        self._acting.client = name
+        try:
+            yield
+        finally:
+            self._acting.client = previous
 
     def _now(self) -> int:
         return int(self._clock())
@@ -290,7 +295,7 @@ class LedgerCore:
             "VALUES (?, ?, ?, ?, ?, ?)",
             (
                 self._now(),
-                self._client,
+                self.client,
                 action,
                 target_type,
                 None if target is None else str(target),

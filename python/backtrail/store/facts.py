@@ -111,7 +111,7 @@ class FactsMixin(LedgerCore):
                     conn,
                     "INSERT INTO facts (key, value, version, client, created_at, updated_at) "
                     "VALUES (?, ?, 1, ?, ?, ?)",
-                    (name, text, self._client, now, now),
+                    (name, text, self.client, now, now),
                 )
                 version = 1
             else:
@@ -120,7 +120,7 @@ class FactsMixin(LedgerCore):
                     "UPDATE facts SET value = ?, version = ?, client = ?, updated_at = ?, "
                     "created_at = CASE WHEN deleted_at IS NULL THEN created_at ELSE ? END, "
                     "deleted_at = NULL WHERE id = ?",
-                    (text, version, self._client, now, now, fact_id),
+                    (text, version, self.client, now, now, fact_id),
                 )
             self._change(conn, "fact", fact_id)
             self._event(
@@ -202,7 +202,7 @@ class FactsMixin(LedgerCore):
             conn.execute(
                 "UPDATE facts SET value = NULL, version = version + 1, client = ?, "
                 "updated_at = ?, deleted_at = ? WHERE id = ?",
-                (self._client, now, now, row["id"]),
+                (self.client, now, now, row["id"]),
             )
             self._change(conn, "fact", int(row["id"]), "delete")
             self._event(conn, "fact.delete", "fact", name, {"version": row["version"] + 1})
