@@ -82,6 +82,9 @@ def test_the_nodes_benchmark_runs_every_phase_on_a_few_pages(
             assert node[window]["errors"] == 0
         assert node["search_while_deriving"]["n"] > 0
     assert r["vectors"]["text_complete"] and r["vectors"]["vectors_complete"]
+    agreement = r["vectors"]["agreement"]  # node 3, built from the ledger, against 1 and 2
+    assert agreement["ready"] and agreement["queries"] == 3
+    assert (agreement["same_top10"], agreement["differing"]) == (3, [])
     assert (r["load"]["pages"], r["load"]["errors"]) == (6, 0)
     catchup = r["catchup"]
     assert catchup["pages"] == 10 and catchup["text_complete"]

@@ -275,10 +275,52 @@ async def new_node(ctx: Context, name: str, *, vectors: bool, what: str) -> dict
             out["lag"] = lag_series(watcher, name, node.started)
             found = await found_by_title(session, ctx.sample)
             out["found_by_title"] = f"{found}/{len(ctx.sample)}"
+            earlier = [n for n in ("node-1", "node-2") if (ctx.root / n).is_dir()]
+            if vectors and out.get("vectors_complete") and earlier:
+                out["agreement"] = await agreement(ctx, name, session, earlier)
     finally:
         node.stop()
         shutil.rmtree(node.home, ignore_errors=True)
     return out
+
+
+def _urls(call: cl.Call) -> list[str | None]:
+    return [r.get("url") for r in (call.data or {}).get("results", [])] if call.ok else []
+
+
+async def agreement(ctx: Context, name: str, session: cl.Session, earlier: list[str]
+                    ) -> dict[str, Any]:  # fmt: skip
+    """Item 3: the new node's top 10 against the earlier nodes' for every dev query, all
+    asked within a moment of each other (recency counts in the ranking). The earlier
+    nodes start again on the data directories they kept, and catch up first."""
+    nodes = [cl.start_node(ctx.root, n, ctx.url, embeddings=True, env=ctx.args.node_env)
+             for n in earlier]  # fmt: skip
+    try:
+        async with AsyncExitStack() as stack:
+            sessions = {name: session}
+            for n in nodes:
+                sessions[n.name] = await stack.enter_async_context(cl.Session(n, ctx.reader))
+            watcher = Watcher(sessions, ctx.ledger_pages, ctx.args.poll)
+            ready = await watcher.until(vectors=True, limit=ctx.args.vector_limit)
+            same, overlap, first, differ = 0, 0.0, 0, []
+            for query in ctx.queries:
+                tops = {n: _urls(await s.search(query)) for n, s in sessions.items()}
+                mine = tops.pop(name)
+                same += all(top == mine for top in tops.values())
+                first += all(top[:1] == mine[:1] for top in tops.values())
+                overlap += min(len(set(top) & set(mine)) / max(1, len(mine))
+                               for top in tops.values())  # fmt: skip
+                if any(top != mine for top in tops.values()):
+                    differ.append(query)
+    finally:
+        for n in nodes:
+            n.stop()
+    count = len(ctx.queries)
+    say(f"  {name} against {', '.join(earlier)}: the same top 10 for {same}/{count} dev "
+        f"queries, the same first result for {first}/{count}")  # fmt: skip
+    return {"nodes": [name, *earlier], "ready": ready, "queries": count, "same_top10": same,
+            "same_first": first, "mean_overlap": overlap / count if count else None,
+            "differing": differ}  # fmt: skip
 
 
 async def phase_load(ctx: Context, pages: Iterator[dict[str, Any]], what: str

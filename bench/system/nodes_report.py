@@ -57,6 +57,13 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
             "vectors, from its spawn",
             f"{_s(v.get('text_s'))} / {_s(v.get('vectors_s'))}"
             + (f"; embedding **{rate:.1f} passages/s**" if rate else ""))
+        a = v.get("agreement")
+        if a:
+            add(f"{a['nodes'][0]}'s top 10 against {' and '.join(a['nodes'][1:])}'s, each "
+                "dev query asked of all at once",
+                f"the same for **{a['same_top10']}/{a['queries']}**, the same first result "
+                f"for {a['same_first']}/{a['queries']}, mean overlap {a['mean_overlap']:.3f}"
+                + ("" if a["ready"] else "; the earlier nodes had NOT caught up"))
     if "load" in r:
         lo = r["load"]
         add(f"load: {lo['pages']:,} pages through the devices -> a text-only node, window "
