@@ -169,8 +169,9 @@ class Session:
             raise RuntimeError(f"get_status on {self.node.name} failed: {call.error}")
         return call.data
 
-    async def search(self, query: str, limit: int = 10) -> Call:
-        return await self.call("search_browsing", {"query": query, "limit": limit})
+    async def search(self, query: str, limit: int = 10, *, explain: bool = False) -> Call:
+        arguments = {"query": query, "limit": limit, **({"explain": True} if explain else {})}
+        return await self.call("search_browsing", arguments)
 
 
 # ------------------------------------------------------------------------ hosts

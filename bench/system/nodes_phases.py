@@ -302,16 +302,22 @@ async def agreement(ctx: Context, name: str, session: cl.Session, earlier: list[
                 sessions[n.name] = await stack.enter_async_context(cl.Session(n, ctx.reader))
             watcher = Watcher(sessions, ctx.ledger_pages, ctx.args.poll)
             ready = await watcher.until(vectors=True, limit=ctx.args.vector_limit)
-            same, overlap, first, differ = 0, 0.0, 0, []
+            same, overlap, first, differ, examples = 0, 0.0, 0, [], []
             for query in ctx.queries:
-                tops = {n: _urls(await s.search(query)) for n, s in sessions.items()}
+                calls = {n: await s.search(query, explain=True) for n, s in sessions.items()}
+                tops = {n: _urls(c) for n, c in calls.items()}
                 mine = tops.pop(name)
                 same += all(top == mine for top in tops.values())
                 first += all(top[:1] == mine[:1] for top in tops.values())
-                overlap += min(len(set(top) & set(mine)) / max(1, len(mine))
-                               for top in tops.values())  # fmt: skip
+                overlap += min(len(set(top) & set(mine)) / max(1, len(top), len(mine))
+                               if top != mine else 1.0 for top in tops.values())  # fmt: skip
                 if any(top != mine for top in tops.values()):
                     differ.append(query)
+                    if len(examples) < 10:  # why: each node's scores and signals
+                        examples.append({"query": query, "nodes": {
+                            n: [{k: r.get(k) for k in ("url", "score", "explanation")}
+                                for r in (c.data or {}).get("results", [])]
+                            for n, c in calls.items()}})  # fmt: skip
     finally:
         for n in nodes:
             n.stop()
@@ -320,7 +326,7 @@ async def agreement(ctx: Context, name: str, session: cl.Session, earlier: list[
         f"queries, the same first result for {first}/{count}")  # fmt: skip
     return {"nodes": [name, *earlier], "ready": ready, "queries": count, "same_top10": same,
             "same_first": first, "mean_overlap": overlap / count if count else None,
-            "differing": differ}  # fmt: skip
+            "differing": differ, "examples": examples}  # fmt: skip
 
 
 async def phase_load(ctx: Context, pages: Iterator[dict[str, Any]], what: str
