@@ -196,7 +196,19 @@ class Browser:
         url = f"{EXTENSION_ORIGIN}/src/ui/popup.html"
         before = {t["targetId"] for t in self.targets("page") if t["url"] == url}
         options = {} if window_id is None else {"windowId": window_id}
-        self.worker().call("(o) => chrome.action.openPopup(o)", options)
+        try:
+            self.worker().call("(o) => chrome.action.openPopup(o)", options)
+        except CdpError as error:
+            # Headless Chromium under load can leave no window focused, and openPopup
+            # wants one: focus a normal window (as a person's click would) and try again.
+            if "active browser window" not in str(error):
+                raise
+            self.worker().call(
+                "async () => { const w = await chrome.windows.getLastFocused("
+                "{windowTypes: ['normal']}); await chrome.windows.update(w.id, "
+                "{focused: true}); }"
+            )
+            self.worker().call("(o) => chrome.action.openPopup(o)", options)
 
         def find() -> str | None:
             new = [t["targetId"] for t in self.targets("page")

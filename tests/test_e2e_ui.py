@@ -104,7 +104,8 @@ def test_a_result_is_found_and_opened_from_the_popup_by_keyboard_alone(rig: Rig)
         "An astrolabe measures the altitude of stars above the horizon.",
     )
     popup = _popup(rig)
-    assert popup.focused()["id"] == "query"  # the search box has the focus on opening
+    # The search box takes the focus on opening, with no key pressed.
+    wait_for(lambda: popup.focused()["id"] == "query", 5, "the search box to have the focus")
     # Before any search: the pages read most recently, as links, newest first.
     wait_for(lambda: popup.call(LINKS, "#results a.hit"), 10, "recent pages")
     assert popup.text("#results-heading") == "Recent pages"
