@@ -140,13 +140,15 @@ def latency(calls: Sequence[cl.Call], lo: float, hi: float) -> dict[str, Any]:
             "modes": modes}  # fmt: skip
 
 
+def _urls(call: cl.Call) -> list[str | None]:
+    return [r.get("url") for r in (call.data or {}).get("results", [])] if call.ok else []
+
+
 async def found_by_title(session: cl.Session, pages: Sequence[dict[str, Any]]) -> int:
     """How many of ``pages`` come back in the top 10 when searched by their title."""
     hits = 0
     for page in pages:
-        call = await session.search(page["title"] or page["url"])
-        urls = [r.get("url") for r in (call.data or {}).get("results", [])] if call.ok else []
-        hits += page["url"] in urls
+        hits += page["url"] in _urls(await session.search(page["title"] or page["url"]))
     return hits
 
 
@@ -282,10 +284,6 @@ async def new_node(ctx: Context, name: str, *, vectors: bool, what: str) -> dict
         node.stop()
         shutil.rmtree(node.home, ignore_errors=True)
     return out
-
-
-def _urls(call: cl.Call) -> list[str | None]:
-    return [r.get("url") for r in (call.data or {}).get("results", [])] if call.ok else []
 
 
 async def agreement(ctx: Context, name: str, session: cl.Session, earlier: list[str]

@@ -18,6 +18,11 @@ def _lat(d: dict[str, Any]) -> str:
             f"{'; ' + modes if modes else ''}{errors})")
 
 
+def _load(what: str, lo: dict[str, Any]) -> str:
+    return (f"load: {what}{lo['pages']:,} pages through the devices -> a text-only node, "
+            f"window {lo['window']}")
+
+
 def _fed(f: dict[str, Any]) -> str:
     ack = f["page_ack_ms"]
     return (f"**{f['pages_per_s']:.1f} pages/s** ({f['pages']:,} pages, {f['messages_per_s']:.1f} "
@@ -47,9 +52,7 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
                 _lat(n["search_while_deriving"]))
             add(f"{name}: pages found by their title (top 10)", f"{n['found_by_title_of_20']}/20")
     if "load_subset" in r:
-        lo = r["load_subset"]
-        add(f"load: the vector subset, {lo['pages']:,} pages, through the devices -> a "
-            f"text-only node, window {lo['window']}", _fed(lo))
+        add(_load("the vector subset, ", r["load_subset"]), _fed(r["load_subset"]))
     if "vectors" in r:
         v = r["vectors"]
         rate = v.get("passages_per_s")
@@ -65,9 +68,7 @@ def rows(r: dict[str, Any]) -> list[dict[str, str]]:
                 f"for {a['same_first']}/{a['queries']}, mean overlap {a['mean_overlap']:.3f}"
                 + ("" if a["ready"] else "; the earlier nodes had NOT caught up"))
     if "load" in r:
-        lo = r["load"]
-        add(f"load: {lo['pages']:,} pages through the devices -> a text-only node, window "
-            f"{lo['window']}", _fed(lo))
+        add(_load("", r["load"]), _fed(r["load"]))
     if "catchup" in r:
         c = r["catchup"]
         add(f"new node on {c['pages']:,} pages: every page searchable by words, from its spawn",
